@@ -1,0 +1,75 @@
+"""The shared life cycle of a sentinel process: wake on events or timers, publish, stop cleanly."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from agentwatch.exporter import spool
+from prometheus_client.metrics_core import Metric
+
+log = logging.getLogger("agentwatch.runtime")
+
+
+class Runner:
+    """Owns the wake-up event, the stop flag and the spool write of one sentinel."""
+
+    def __init__(
+        self,
+        name: str,
+        interval: float,
+        spool_dir: Path,
+        families: Callable[[], Iterable[Metric]],
+    ):
+        self.name = name
+        self.interval = interval
+        self.spool_dir = spool_dir
+        self.families = families
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    def wake(self) -> None:
+        """Called from other threads (e.g. file-system events) to cut the wait short."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+
+    def wait(self, timeout: float) -> bool:
+        """Sleep until woken, stopped or timed out; True when something woke us."""
+        woke = self._wake.wait(timeout)
+        self._wake.clear()
+        return woke
+
+    def publish(self) -> None:
+        spool.write(self.spool_dir, self.name, self.interval, self.families)
+
+    def stop_on_signals(self) -> None:
+        """SIGTERM/SIGINT end the loop after the current step, so state stays consistent."""
+
+        def handle(signum: int, _frame: object) -> None:
+            log.info("%s: received %s, stopping", self.name, signal.Signals(signum).name)
+            self.stop()
+
+        signal.signal(signal.SIGTERM, handle)
+        signal.signal(signal.SIGINT, handle)
+
+
+def run_periodic(runner: Runner, cycle: Callable[[], None], once: bool) -> None:
+    """The plain loop for timer-driven sentinels: cycle, publish, sleep."""
+    while True:
+        cycle()
+        runner.publish()
+        if once or runner.stopping:
+            return
+        runner.wait(runner.interval)
+        if runner.stopping:
+            return

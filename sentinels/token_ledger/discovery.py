@@ -1,0 +1,112 @@
+"""Where Claude Code keeps transcripts, found the way Claude Code and ccusage find them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """One JSONL file and what its place in the tree says about it."""
+
+    path: Path
+    slug: str  # the project folder under projects/ (the cwd with / replaced by -)
+    session: str  # sub-agent and legacy files count under their parent session
+
+
+def _expand(entry: str, home: Path) -> Path:
+    entry = entry.strip()
+    if entry == "~" or entry.startswith("~/"):
+        return home / entry[2:]
+    return Path(entry)
+
+
+def projects_roots(
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+    configured: list[Path] | None = None,
+) -> list[Path]:
+    """The `projects/` folders to read, in order, without duplicates.
+
+    Precedence: the config file's list, else CLAUDE_CONFIG_DIR (comma-separated), else both
+    `$XDG_CONFIG_HOME/claude` and `~/.claude`. Each entry may hold `projects/` or be it.
+    Folders that do not exist yet are kept: they are watched for when they appear.
+    """
+    env = os.environ if env is None else env
+    home = Path.home() if home is None else home
+    if configured:
+        bases = list(configured)
+    elif env.get("CLAUDE_CONFIG_DIR", "").strip():
+        bases = [
+            _expand(part, home) for part in env["CLAUDE_CONFIG_DIR"].split(",") if part.strip()
+        ]
+    else:
+        xdg = env.get("XDG_CONFIG_HOME", "").strip()
+        bases = [(Path(xdg) if xdg else home / ".config") / "claude", home / ".claude"]
+    roots: list[Path] = []
+    real: set[str] = set()
+    for base in bases:
+        is_projects = base.name == "projects" and not (base / "projects").is_dir()
+        root = base if is_projects else base / "projects"
+        identity = os.path.realpath(root)
+        if identity not in real:  # the same folder listed twice is read once
+            real.add(identity)
+            roots.append(root)
+    return roots
+
+
+def describe(root: Path, path: Path) -> Transcript | None:
+    """Slug and session of a transcript path under a projects root, or None if not one."""
+    if not path.name.endswith(".jsonl"):
+        return None
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        return None
+    if len(parts) == 1:  # directly in projects/: no project folder
+        return Transcript(path=path, slug="", session=parts[0][: -len(".jsonl")])
+    slug = parts[0]
+    session = parts[1][: -len(".jsonl")] if len(parts) == 2 else parts[1]
+    return Transcript(path=path, slug=slug, session=session)
+
+
+def behind_symlink(root: Path, path: Path) -> bool:
+    """True when the path, or a folder between it and the root, is a symlink (not followed)."""
+    current = path
+    while current != root and current != current.parent:
+        if current.is_symlink():
+            return True
+        current = current.parent
+    return False
+
+
+def walk(root: Path) -> Iterator[Transcript]:
+    """Every transcript below a root, at any depth, hidden ones included.
+
+    Symlinks below the root are not followed (as the reference reader does), which also
+    rules out loops; the root itself may be a symlink.
+    """
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as entries:
+                children = list(entries)
+        except OSError:
+            continue
+        for entry in children:
+            try:
+                if entry.is_symlink():
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                    continue
+            except OSError:
+                continue
+            if entry.name.endswith(".jsonl"):
+                found = describe(root, Path(entry.path))
+                if found is not None:
+                    yield found

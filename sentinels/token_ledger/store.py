@@ -1,0 +1,230 @@
+"""The ledger's durable state in SQLite: file positions, counted responses, counters.
+
+One transaction per ingest step holds the new file position together with every counter
+change it caused, so a crash at any moment either keeps a step whole or drops it whole:
+nothing is counted twice and nothing is lost (the dropped step is simply read again).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentwatch.sentinels.token_ledger.tailer import Position
+
+SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, offset INTEGER,
+    head_len INTEGER, head BLOB
+);
+-- One row per counted API response (dedup key hashed to 64 bits). `total`, `speed`, `cost`
+-- describe the copy that currently wins; c_* is what was added to the counters.
+CREATE TABLE IF NOT EXISTS responses (
+    msg INTEGER NOT NULL, req INTEGER NOT NULL, side INTEGER NOT NULL,
+    total INTEGER NOT NULL, speed INTEGER NOT NULL, cost REAL NOT NULL,
+    c_in INTEGER NOT NULL, c_out INTEGER NOT NULL, c_cr INTEGER NOT NULL,
+    c_cc INTEGER NOT NULL, c_cost REAL NOT NULL, labels INTEGER NOT NULL,
+    PRIMARY KEY (msg, req)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS labelsets (
+    id INTEGER PRIMARY KEY, project TEXT NOT NULL, model TEXT NOT NULL, session TEXT NOT NULL,
+    UNIQUE (project, model, session)
+);
+CREATE TABLE IF NOT EXISTS counters (
+    name TEXT NOT NULL, labels TEXT NOT NULL, value REAL NOT NULL, PRIMARY KEY (name, labels)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sessions (
+    session TEXT PRIMARY KEY, project TEXT NOT NULL, first_ts REAL NOT NULL,
+    last_ts REAL NOT NULL, t_in INTEGER NOT NULL DEFAULT 0, t_out INTEGER NOT NULL DEFAULT 0,
+    t_cr INTEGER NOT NULL DEFAULT 0, t_cc INTEGER NOT NULL DEFAULT 0,
+    cost REAL NOT NULL DEFAULT 0
+);
+"""
+
+LABEL_SEP = "\x1f"
+
+
+@dataclass
+class ResponseRow:
+    msg: int
+    req: int
+    side: int
+    total: int
+    speed: int
+    cost: float
+    c_in: int
+    c_out: int
+    c_cr: int
+    c_cc: int
+    c_cost: float
+    labels: int
+
+    def as_tuple(self) -> tuple:
+        return (
+            self.msg, self.req, self.side, self.total, self.speed, self.cost,
+            self.c_in, self.c_out, self.c_cr, self.c_cc, self.c_cost, self.labels,
+        )  # fmt: skip
+
+
+@dataclass
+class SessionDelta:
+    project: str
+    first_ts: float
+    last_ts: float
+    t_in: int = 0
+    t_out: int = 0
+    t_cr: int = 0
+    t_cc: int = 0
+    cost: float = 0.0
+
+
+CounterKey = tuple[str, tuple[str, ...]]  # (metric name, label values in declared order)
+
+
+class Store:
+    """Thin, batch-oriented access to the ledger database."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(_SCHEMA)
+        row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        if row is None:
+            self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        elif row[0] != SCHEMA_VERSION:
+            raise RuntimeError(
+                f"{path}: ledger schema {row[0]} is not {SCHEMA_VERSION}; move the file away "
+                "to rebuild it from the transcripts"
+            )
+        self._labelsets: dict[tuple[str, str, str], int] = {}
+        self._labelsets_by_id: dict[int, tuple[str, str, str]] = {}
+        self.rollback()
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ---- reading
+    def positions(self) -> dict[str, Position]:
+        rows = self.db.execute("SELECT path, dev, ino, offset, head_len, head FROM files")
+        return {
+            path: Position(dev=dev, ino=ino, offset=offset, head_len=head_len, head=head or b"")
+            for path, dev, ino, offset, head_len, head in rows
+        }
+
+    def counters(self) -> dict[CounterKey, float]:
+        return {
+            (name, tuple(labels.split(LABEL_SEP)) if labels else ()): value
+            for name, labels, value in self.db.execute("SELECT name, labels, value FROM counters")
+        }
+
+    def recent_sessions(self, since: float) -> dict[str, tuple]:
+        rows = self.db.execute(
+            "SELECT session, project, first_ts, last_ts, t_in, t_out, t_cr, t_cc, cost "
+            "FROM sessions WHERE last_ts >= ?",
+            (since,),
+        )
+        return {row[0]: row[1:] for row in rows}
+
+    def responses_for(self, msgs: Iterable[int]) -> dict[int, list[ResponseRow]]:
+        """Every stored row sharing one of these message hashes (one query per 30k ids)."""
+        found: dict[int, list[ResponseRow]] = {}
+        unique = list(set(msgs))
+        for start in range(0, len(unique), 30000):
+            part = unique[start : start + 30000]
+            marks = ",".join("?" * len(part))
+            for row in self.db.execute(f"SELECT * FROM responses WHERE msg IN ({marks})", part):
+                found.setdefault(row[0], []).append(ResponseRow(*row))
+        return found
+
+    def gauges(self) -> dict[str, float]:
+        rows = self.db.execute("SELECT key, value FROM meta WHERE key LIKE 'gauge:%'")
+        return {key[len("gauge:") :]: float(value) for key, value in rows}
+
+    def labelset(self, project: str, model: str, session: str) -> int:
+        key = (project, model, session)
+        found = self._labelsets.get(key)
+        if found is None:
+            cursor = self.db.execute(
+                "INSERT INTO labelsets (project, model, session) VALUES (?, ?, ?)", key
+            )
+            found = int(cursor.lastrowid or 0)
+            self._labelsets[key] = found
+            self._labelsets_by_id[found] = key
+        return found
+
+    def labels_of(self, labelset: int) -> tuple[str, str, str]:
+        return self._labelsets_by_id[labelset]
+
+    def size_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                total += Path(str(self.path) + suffix).stat().st_size
+        return total
+
+    # ---- writing: everything of one step in one transaction
+    def begin(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        self.db.execute("COMMIT")
+
+    def rollback(self) -> None:
+        if self.db.in_transaction:
+            self.db.execute("ROLLBACK")
+        # Label sets inserted by the failed step are gone from the database: forget them too.
+        self._labelsets = {
+            (p, m, s): i for i, p, m, s in self.db.execute("SELECT * FROM labelsets")
+        }
+        self._labelsets_by_id = {i: key for key, i in self._labelsets.items()}
+
+    def save_position(self, path: str, pos: Position) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
+            (path, pos.dev, pos.ino, pos.offset, pos.head_len, pos.head),
+        )
+
+    def forget_file(self, path: str) -> None:
+        self.db.execute("DELETE FROM files WHERE path = ?", (path,))
+
+    def save_responses(self, rows: Iterable[ResponseRow]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (row.as_tuple() for row in rows),
+        )
+
+    def add_counters(self, deltas: dict[CounterKey, float]) -> None:
+        self.db.executemany(
+            "INSERT INTO counters VALUES (?, ?, ?) "
+            "ON CONFLICT (name, labels) DO UPDATE SET value = value + excluded.value",
+            ((name, LABEL_SEP.join(labels), value) for (name, labels), value in deltas.items()),
+        )
+
+    def set_gauges(self, gauges: dict[str, float]) -> None:
+        self.db.executemany(
+            "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+            ((f"gauge:{key}", repr(value)) for key, value in gauges.items()),
+        )
+
+    def add_sessions(self, deltas: dict[str, SessionDelta]) -> None:
+        self.db.executemany(
+            "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (session) DO UPDATE SET "
+            "first_ts = min(first_ts, excluded.first_ts), last_ts = max(last_ts, excluded.last_ts),"
+            " t_in = t_in + excluded.t_in, t_out = t_out + excluded.t_out,"
+            " t_cr = t_cr + excluded.t_cr, t_cc = t_cc + excluded.t_cc,"
+            " cost = cost + excluded.cost",
+            (
+                (s, d.project, d.first_ts, d.last_ts, d.t_in, d.t_out, d.t_cr, d.t_cc, d.cost)
+                for s, d in deltas.items()
+            ),
+        )
