@@ -100,6 +100,12 @@ def _choice(*options: str) -> Callable[[Any], str]:
     return check
 
 
+def _workers(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 64:
+        raise ValueError("expected a whole number from 0 to 64")
+    return value
+
+
 def _boolean(value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"expected true or false, got {value!r}")
@@ -203,6 +209,7 @@ SCHEMA: dict[str, Any] = {
             pricing_file=Key(None, _optional_path, "a JSON price table replacing the shipped one"),
             prices=Key({}, _price_table, "per-model price overrides, USD per million tokens"),
             progress_interval=Key(5.0, _duration, "seconds between backfill progress lines"),
+            workers=Key(0, _workers, "processes parsing a large backfill (0: up to 2 cores)"),
         ),
     },
 }

@@ -1,55 +1,44 @@
 """The ledger: turns new transcript bytes into counter increments, exactly once.
 
-Each step reads a bounded slice of one file, decides every usage entry against what is
-already counted (dedup, best copy, sidechain replays) and commits the counter changes and
-the new file position in one transaction. Counters only ever grow: a better copy of an
-already counted response adds just the difference.
+Chunks of new lines (see reader.py) are decided against what is already counted (dedup, best
+copy, sidechain replays) inside one open transaction, which also holds the new position of
+every file involved; `flush()` commits it. A crash at any moment keeps a transaction whole or
+drops it whole: nothing is counted twice and nothing is lost (dropped chunks are read again).
+Counters only ever grow: a better copy of an already counted response adds the difference.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing import get_context
 from pathlib import Path
 
-from agentwatch.exporter.log import FailureGate
-from agentwatch.sentinels.token_ledger import discovery, records
+from agentwatch.sentinels.token_ledger import discovery
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
-from agentwatch.sentinels.token_ledger.store import (
-    CounterKey,
-    ResponseRow,
-    SessionDelta,
-    Store,
+from agentwatch.sentinels.token_ledger.reader import (
+    BY_LOCATION,
+    SIDECHAIN,
+    Chunk,
+    ChunkReader,
+    UsageEntry,
+    init_worker,
+    read_in_worker,
 )
-from agentwatch.sentinels.token_ledger.tailer import Position, read_lines, refresh_head, same_file
+from agentwatch.sentinels.token_ledger.store import CounterKey, ResponseRow, Store
+from agentwatch.sentinels.token_ledger.tailer import Position
 
 log = logging.getLogger("agentwatch.token-ledger")
 
-NO_REQUEST = 0  # req key of a response without requestId
-SIDECHAIN = 1  # req key of a lone sidechain copy (deduped by message id alone)
-BY_LOCATION = 2  # req key of an entry without message id (keyed by file, offset, content)
 DROPPED = 2  # `side` of a sidechain row superseded by a main copy
-
 TOKEN_TYPES = ("input", "output", "cache_read", "cache_creation")
-STEP_BYTES = 16 * 1024 * 1024
-
-
-def _hash(text: str) -> int:
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
-
-
-def project_name(cwd: str | None, slug: str) -> str:
-    """The project label: the working directory's last component, else the folder slug."""
-    if cwd:
-        name = os.path.basename(cwd.rstrip("/"))
-        if name:
-            return name
-    return slug or "unknown"
+STEP_BYTES = 16 * 1024 * 1024  # one chunk of one file
+COMMIT_ENTRIES = 20_000  # commit the open transaction after about this many entries
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # below this a backfill is read in-process
 
 
 @dataclass
@@ -59,11 +48,33 @@ class TrackedFile:
     mtime: float = 0.0
 
 
+def _wins(total: int, cost: float, speed: bool, row: ResponseRow) -> bool:
+    """The reference reader keeps the largest total, then the higher cost, then `speed`."""
+    if total != row.total:
+        return total > row.total
+    if cost != row.cost:
+        return cost > row.cost
+    return speed and not row.speed
+
+
 @dataclass
-class StepResult:
-    bytes_read: int = 0
-    lines: int = 0
+class _Pending:
+    """Everything decided since the last commit."""
+
+    rows: dict[tuple[int, int], ResponseRow] = field(default_factory=dict)
+    known: dict[int, list[ResponseRow]] = field(default_factory=dict)  # msg -> rows (db + new)
+    counters: dict[CounterKey, float] = field(default_factory=dict)
+    # labelset id -> [input, output, cache_read, cache_creation, cost, unpriced tokens]
+    by_labels: dict[int, list[float]] = field(default_factory=dict)
+    # session -> [project, first_ts, last_ts]
+    activity: dict[str, list] = field(default_factory=dict)
+    gauges: dict[str, float] = field(default_factory=dict)
+    positions: dict[str, Position] = field(default_factory=dict)
     entries: int = 0
+
+    def add(self, key: CounterKey, value: float) -> None:
+        if value:
+            self.counters[key] = self.counters.get(key, 0.0) + value
 
 
 @dataclass
@@ -75,6 +86,7 @@ class Ledger:
     roots: list[Path]
     session_ttl: float = 7200.0
     clock: Callable[[], float] = time.time
+    pricing_source: tuple[object, dict] = (None, {})  # what workers need to rebuild prices
     counters: dict[CounterKey, float] = field(default_factory=dict)
     sessions: dict[str, list] = field(default_factory=dict)
     gauges: dict[str, float] = field(default_factory=dict)
@@ -88,9 +100,8 @@ class Ledger:
         self.gauges = self.store.gauges()
         since = self.clock() - self.session_ttl
         self.sessions = {s: list(row) for s, row in self.store.recent_sessions(since).items()}
-        self._gates = {
-            str(root): FailureGate(log, f"transcript root {root}") for root in self.roots
-        }
+        self.reader = ChunkReader(self.prices)
+        self._pending = _Pending()
 
     # ---- discovery
     def scan(self) -> None:
@@ -125,210 +136,163 @@ class Ledger:
                 return tracked
         return None
 
+    def _position(self, key: str) -> Position | None:
+        return self._pending.positions.get(key) or self.positions.get(key)
+
     def pending(self) -> list[str]:
         """Files with unread bytes, most recently modified first (live sessions go first)."""
         waiting = [
             (tracked.mtime, key)
             for key, tracked in self.files.items()
-            if tracked.size != self.positions.get(key, Position()).offset
+            if tracked.size != (self._position(key) or Position()).offset
         ]
         return [key for _, key in sorted(waiting, reverse=True)]
 
     def has_unread(self, key: str) -> bool:
         tracked = self.files.get(key)
-        position = self.positions.get(key)
+        position = self._position(key)
         return tracked is not None and position is not None and tracked.size > position.offset
 
     def unread_bytes(self) -> int:
         total = 0
         for key, tracked in self.files.items():
-            position = self.positions.get(key)
-            offset = position.offset if position else 0
-            total += max(0, tracked.size - offset)
+            position = self._position(key)
+            total += max(0, tracked.size - (position.offset if position else 0))
         return total
 
     # ---- reading
-    def step(self, key: str, budget: int = STEP_BYTES) -> StepResult:
-        """Read up to `budget` bytes of new complete lines from one file and commit them."""
+    def step(self, key: str, budget: int = STEP_BYTES) -> int:
+        """Read one chunk of one file in this process and decide it; returns bytes read.
+        The result is committed by `flush()` (or automatically when the batch is large)."""
         tracked = self.files.get(key)
         if tracked is None:
-            return StepResult()
-        try:
-            fd = os.open(key, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            self._read_error("vanished")
-            self.files.pop(key, None)
-            return StepResult()
-        except OSError:
-            self._read_error("unreadable")
-            tracked.size = self.positions.get(key, Position()).offset  # retry on next change
-            return StepResult()
-        try:
-            return self._step_open(fd, key, tracked, budget)
-        except OSError:
-            self._read_error("unreadable")
-            return StepResult()
-        finally:
-            os.close(fd)
+            return 0
+        chunk = self.reader.read(key, tracked.transcript.slug, self._position(key), budget)
+        self.apply(chunk)
+        return chunk.bytes_read
 
-    def _read_error(self, reason: str) -> None:
-        self.read_errors[reason] = self.read_errors.get(reason, 0) + 1
+    def catch_up(self, workers: int = 1) -> None:
+        """Scan, then read every file to its end and commit (one `--once` cycle)."""
+        self.scan()
+        for _ in self.read_all(workers):
+            pass
+        self.flush()
 
-    def _step_open(self, fd: int, key: str, tracked: TrackedFile, budget: int) -> StepResult:
-        stat = os.fstat(fd)
-        tracked.size, tracked.mtime = stat.st_size, stat.st_mtime
-        deltas: dict[CounterKey, float] = {}
-        known = self.positions.get(key)
-        if known is not None and same_file(fd, stat, known):
-            if stat.st_size == known.offset:
-                return StepResult()
-            position = Position(**vars(known))
-        else:
-            # New, truncated or replaced: read from the start; dedup keeps this exact.
-            if known is not None:
-                _add(deltas, ("agentwatch_ledger_file_resets", ()), 1)
-            position = Position(dev=stat.st_dev, ino=stat.st_ino)
-        start = position.offset
-        result = read_lines(fd, start, budget, tail_is_complete=records.is_whole_object)
-        refresh_head(fd, stat, position)
-        position.offset = result.end
-        batch = _Batch(self, tracked.transcript, key, deltas)
-        for offset, line in result.candidates:
-            batch.add_line(offset, line)
-        batch.decide()
-        _add(deltas, ("agentwatch_ledger_lines_read", ()), result.lines)
-        _add(deltas, ("agentwatch_ledger_bytes_read", ()), result.end - start)
-        _add(deltas, ("agentwatch_ledger_lines_rejected", ("oversize",)), result.oversize)
-        self._commit(key, position, batch)
-        return StepResult(bytes_read=result.end - start, lines=result.lines, entries=batch.entries)
+    def read_all(self, workers: int = 1) -> Iterator[int]:
+        """Read every pending file to its end, yielding bytes read per chunk (for progress).
 
-    def _commit(self, key: str, position: Position, batch: _Batch) -> None:
-        store = self.store
-        store.begin()
-        try:
-            store.save_responses(batch.rows.values())
-            store.add_counters(batch.deltas)
-            store.add_sessions(batch.session_deltas)
-            if batch.gauges:
-                store.set_gauges(batch.gauges)
-            store.save_position(key, position)
-            store.commit()
-        except BaseException:
-            store.rollback()
-            raise
-        self.positions[key] = position
-        for counter, value in batch.deltas.items():
-            self.counters[counter] = self.counters.get(counter, 0.0) + value
-        self.gauges.update(batch.gauges)
-        cutoff = self.clock() - self.session_ttl
-        for session, delta in batch.session_deltas.items():
-            current = self.sessions.get(session)
-            if current is None:
-                if delta.last_ts < cutoff:
-                    continue
-                current = [delta.project, delta.first_ts, delta.last_ts, 0, 0, 0, 0, 0.0]
-                self.sessions[session] = current
-            current[1] = min(current[1], delta.first_ts)
-            current[2] = max(current[2], delta.last_ts)
-            for index, value in enumerate(
-                (delta.t_in, delta.t_out, delta.t_cr, delta.t_cc, delta.cost), start=3
-            ):
-                current[index] += value
-
-    def expire_sessions(self) -> None:
-        cutoff = self.clock() - self.session_ttl
-        for session in [s for s, row in self.sessions.items() if row[2] < cutoff]:
-            del self.sessions[session]
-
-
-def _add(deltas: dict[CounterKey, float], key: CounterKey, value: float) -> None:
-    if value:
-        deltas[key] = deltas.get(key, 0.0) + value
-
-
-def _wins(total: int, cost: float, speed: bool, row: ResponseRow) -> bool:
-    """The reference reader keeps the largest total, then the higher cost, then `speed`."""
-    if total != row.total:
-        return total > row.total
-    if cost != row.cost:
-        return cost > row.cost
-    return speed and not row.speed
-
-
-class _Batch:
-    """Decisions for the candidate lines of one step, before they are committed."""
-
-    def __init__(
-        self,
-        ledger: Ledger,
-        transcript: discovery.Transcript,
-        path: str,
-        deltas: dict[CounterKey, float],
-    ):
-        self.ledger = ledger
-        self.transcript = transcript
-        self.path = path
-        self.deltas = deltas
-        self.rows: dict[tuple[int, int], ResponseRow] = {}
-        self.session_deltas: dict[str, SessionDelta] = {}
-        self.gauges: dict[str, float] = {}
-        self.entries = 0
-        self._known_msgs: dict[int, list[ResponseRow]] = {}
-        self._parsed: list[tuple[tuple[int, int], records.Entry]] = []
-        self._projects: dict[str | None, str] = {}
-
-    def add_line(self, offset: int, line: bytes) -> None:
-        try:
-            entries = records.parse(line)
-        except records.Rejected as rejected:
-            _add(self.deltas, ("agentwatch_ledger_lines_rejected", (rejected.reason,)), 1)
+        Large backfills are parsed by `workers` processes while this one decides; the
+        decisions and commits stay here, in one place.
+        """
+        keys = self.pending()
+        if workers > 1 and self.unread_bytes() >= PARALLEL_MIN_BYTES:
+            yield from self._read_parallel(keys, workers)
             return
-        for index, entry in enumerate(entries):
-            self._parsed.append((self._keys(entry, offset, index, line), entry))
+        for key in keys:
+            while True:
+                got = self.step(key)
+                yield got
+                if not got or not self.has_unread(key):
+                    break
 
-    def decide(self) -> None:
-        """Decide every parsed entry in file order, after one lookup for all of them."""
-        self.entries = len(self._parsed)
-        self._known_msgs = self.ledger.store.responses_for(msg for (msg, _), _ in self._parsed)
-        for (msg, req), entry in self._parsed:
-            self._decide(entry, msg, req)
+    def _read_parallel(self, keys: list[str], workers: int) -> Iterator[int]:
+        context = get_context("forkserver")
+        pricing_file, overrides = self.pricing_source
+        with ProcessPoolExecutor(
+            workers, mp_context=context, initializer=init_worker,
+            initargs=(pricing_file, overrides),
+        ) as pool:  # fmt: skip
+            todo = list(keys)
+            running: deque = deque()
+            while todo or running:
+                while todo and len(running) < 2 * workers:
+                    jobs = self._next_jobs(todo)
+                    running.append(pool.submit(read_in_worker, jobs))
+                chunks = running.popleft().result()  # in submission order: bounded memory
+                for chunk in chunks:
+                    self.apply(chunk)
+                    yield chunk.bytes_read
+                    if chunk.bytes_read and self.has_unread(chunk.key):
+                        todo.insert(0, chunk.key)  # a large file: its next slice
 
-    def _keys(self, entry: records.Entry, offset: int, index: int, line: bytes) -> tuple[int, int]:
-        if entry.msg_id is None:
-            content = hashlib.blake2b(line, digest_size=8).hexdigest()
-            return _hash(f"{self.path}\0{offset}\0{index}\0{content}"), BY_LOCATION
-        msg = _hash(entry.msg_id)
-        if entry.sidechain:
-            return msg, SIDECHAIN
-        if entry.req_id is None:
-            return msg, NO_REQUEST
-        return msg, _hash("r\0" + entry.req_id) | 3  # low bits set: never a reserved key
+    def _next_jobs(self, todo: list[str]) -> list[tuple[str, str, Position | None, int]]:
+        """Small files travel together (about STEP_BYTES a batch); a large one alone."""
+        jobs: list[tuple[str, str, Position | None, int]] = []
+        planned = 0
+        while todo and planned < STEP_BYTES:
+            key = todo.pop(0)
+            position = self._position(key)
+            planned += self.files[key].size - (position.offset if position else 0)
+            jobs.append((key, self.files[key].transcript.slug, position, STEP_BYTES))
+        return jobs
 
-    def _project(self, cwd: str | None) -> str:
-        name = self._projects.get(cwd)
-        if name is None:
-            name = project_name(cwd, self.transcript.slug)
-            self._projects[cwd] = name
-        return name
-
-    def _decide(self, entry: records.Entry, msg: int, req: int) -> None:
-        ledger = self.ledger
-        cost, priced = self._cost(entry)
-        rows = self._known_msgs.setdefault(msg, [])
-        same = next((row for row in rows if row.req == req), None)
-        project = self._project(entry.cwd)
-        self._activity(entry, project)
-        if req == SIDECHAIN and any(row.req != SIDECHAIN for row in rows):
-            _add(self.deltas, ("agentwatch_ledger_duplicate_copies", ("sidechain_replay",)), 1)
+    # ---- deciding
+    def apply(self, chunk: Chunk) -> None:
+        """Decide one chunk's entries into the open batch (committed by flush)."""
+        key = chunk.key
+        tracked = self.files.get(key)
+        if chunk.error:
+            self.read_errors[chunk.error] = self.read_errors.get(chunk.error, 0) + 1
+            if chunk.error == "vanished":
+                self.files.pop(key, None)
+            elif tracked is not None:  # retry on the next change, not in a loop
+                tracked.size = (self._position(key) or Position()).offset
             return
+        if tracked is not None:
+            tracked.size, tracked.mtime = chunk.size, chunk.mtime
+        pending = self._pending
+        if chunk.bytes_read == 0 and not chunk.reset:
+            return
+        pending.positions[key] = chunk.position
+        pending.add(("agentwatch_ledger_file_resets", ()), 1 if chunk.reset else 0)
+        pending.add(("agentwatch_ledger_lines_read", ()), chunk.lines)
+        pending.add(("agentwatch_ledger_bytes_read", ()), chunk.bytes_read)
+        pending.add(("agentwatch_ledger_lines_rejected", ("oversize",)), chunk.oversize)
+        for reason, count in chunk.rejects.items():
+            pending.add(("agentwatch_ledger_lines_rejected", (reason,)), count)
+        for kind, count in chunk.copies.items():
+            pending.add(("agentwatch_ledger_duplicate_copies", (kind,)), count)
+        session = tracked.transcript.session if tracked else "unknown"
+        if chunk.first_ts is not None and chunk.last_ts is not None:
+            activity = pending.activity.get(session)
+            if activity is None:
+                project = chunk.entries[0][2] if chunk.entries else "unknown"
+                pending.activity[session] = [project, chunk.first_ts, chunk.last_ts]
+            else:
+                activity[1] = min(activity[1], chunk.first_ts)
+                activity[2] = max(activity[2], chunk.last_ts)
+        known = pending.known
+        unknown = [msg for msg in {entry[0] for entry in chunk.entries} if msg not in known]
+        if unknown:
+            found = self.store.responses_for(unknown)
+            for msg in unknown:
+                known[msg] = found.get(msg, [])
+        if chunk.entries and not self.store.db.in_transaction:
+            self.store.begin()
+        for entry in chunk.entries:
+            self._decide(entry, session)
+        pending.entries += len(chunk.entries)
+        if pending.entries >= COMMIT_ENTRIES:
+            self.flush()
+
+    def _decide(self, entry: UsageEntry, session: str) -> None:
+        pending = self._pending
+        msg, req, project, model, ts, t_in, t_out, t_cr, t_cc, cost, priced, speed, kind, reset_at, total = entry  # fmt: skip # noqa: E501
+        rows = pending.known.setdefault(msg, [])
+        same = None
+        for row in rows:
+            if row.req == req:
+                same = row
+            elif req == SIDECHAIN and row.req != SIDECHAIN:
+                pending.add(("agentwatch_ledger_duplicate_copies", ("sidechain_replay",)), 1)
+                return  # a main copy exists: every sidechain replay of it is dropped
         if same is not None:
-            if not _wins(entry.total, cost, entry.has_speed, same):
-                _add(self.deltas, ("agentwatch_ledger_duplicate_copies", ("smaller_copy",)), 1)
+            pending.add(("agentwatch_ledger_duplicate_copies", ("copy",)), 1)
+            if not _wins(total, cost, speed, same):
                 return
-            _add(self.deltas, ("agentwatch_ledger_duplicate_copies", ("larger_copy",)), 1)
             row = same
         else:
-            labels = ledger.store.labelset(project, entry.model, self.transcript.session)
+            labels = self.store.labelset(project, model, session)
             row = ResponseRow(msg, req, 0, 0, 0, 0.0, 0, 0, 0, 0, 0.0, labels)
             side = next((r for r in rows if r.req == SIDECHAIN and r.side != DROPPED), None)
             if req not in (SIDECHAIN, BY_LOCATION) and side is not None:
@@ -341,80 +305,108 @@ class _Batch:
                 side.side = DROPPED
                 side.c_in = side.c_out = side.c_cr = side.c_cc = 0
                 side.c_cost = 0.0
-                self.rows[(side.msg, side.req)] = side
+                pending.rows[(side.msg, side.req)] = side
             else:
-                self._count_new_response(row, entry)
+                self._count_new_response(row.labels, kind, ts, reset_at)
             rows.append(row)
         row.side = 1 if req == SIDECHAIN else 0
-        row.total, row.cost, row.speed = entry.total, cost, int(entry.has_speed)
-        self._count_difference(row, entry, cost, priced)
-        self.rows[(row.msg, row.req)] = row
-
-    def _cost(self, entry: records.Entry) -> tuple[float, bool]:
-        if entry.cost_usd is not None:
-            return entry.cost_usd, True
-        if entry.model == records.SYNTHETIC:
-            return 0.0, True
-        cost = self.ledger.prices.cost(
-            entry.model, entry.input, entry.output, entry.cache_read,
-            entry.cache_5m, entry.cache_1h, entry.fast,
-        )  # fmt: skip
-        return (0.0, False) if cost is None else (cost, True)
-
-    def _count_new_response(self, row: ResponseRow, entry: records.Entry) -> None:
-        project, model, _session = self.ledger.store.labels_of(row.labels)
-        _add(self.deltas, ("agentwatch_api_responses", (project, model)), 1)
-        if entry.api_error:
-            kind, reset_at = records.classify_error(entry.error_text)
-            _add(self.deltas, ("agentwatch_api_errors", (project, kind)), 1)
-            self._raise_gauge(f"api_error_last:{kind}", entry.timestamp)
-            if reset_at is not None:
-                self._raise_gauge("usage_limit_reset", reset_at)
-
-    def _raise_gauge(self, key: str, value: float) -> None:
-        """Keep the newest time seen: files are not read in time order."""
-        current = max(self.gauges.get(key, 0.0), self.ledger.gauges.get(key, 0.0))
-        if value > current:
-            self.gauges[key] = value
-
-    def _count_difference(
-        self, row: ResponseRow, entry: records.Entry, cost: float, priced: bool
-    ) -> None:
-        project, model, session = self.ledger.store.labels_of(row.labels)
-        d_in = max(0, entry.input - row.c_in)
-        d_out = max(0, entry.output - row.c_out)
-        d_cr = max(0, entry.cache_read - row.c_cr)
-        d_cc = max(0, entry.cache_creation - row.c_cc)
+        row.total, row.cost, row.speed = total, cost, int(speed)
+        d_in, d_out = max(0, t_in - row.c_in), max(0, t_out - row.c_out)
+        d_cr, d_cc = max(0, t_cr - row.c_cr), max(0, t_cc - row.c_cc)
         d_cost = max(0.0, cost - row.c_cost)
         row.c_in += d_in
         row.c_out += d_out
         row.c_cr += d_cr
         row.c_cc += d_cc
         row.c_cost += d_cost
-        for kind, value in zip(TOKEN_TYPES, (d_in, d_out, d_cr, d_cc), strict=True):
-            _add(self.deltas, ("agentwatch_tokens", (project, model, kind)), value)
-        _add(self.deltas, ("agentwatch_cost_usd", (project, model)), d_cost)
+        sums = pending.by_labels.get(row.labels)
+        if sums is None:
+            sums = pending.by_labels[row.labels] = [0, 0, 0, 0, 0.0, 0]
+        sums[0] += d_in
+        sums[1] += d_out
+        sums[2] += d_cr
+        sums[3] += d_cc
+        sums[4] += d_cost
         if not priced:
-            _add(
-                self.deltas,
-                ("agentwatch_ledger_unpriced_tokens", (model,)),
-                d_in + d_out + d_cr + d_cc,
-            )
-        delta = self.session_deltas.get(session)
-        if delta is None:  # first counted in another session's file
-            delta = SessionDelta(project, entry.timestamp, entry.timestamp)
-            self.session_deltas[session] = delta
-        delta.t_in += d_in
-        delta.t_out += d_out
-        delta.t_cr += d_cr
-        delta.t_cc += d_cc
-        delta.cost += d_cost
+            sums[5] += d_in + d_out + d_cr + d_cc
+        pending.rows[(row.msg, row.req)] = row
 
-    def _activity(self, entry: records.Entry, project: str) -> None:
-        session = self.transcript.session
-        delta = self.session_deltas.get(session)
-        if delta is None:
-            self.session_deltas[session] = SessionDelta(project, entry.timestamp, entry.timestamp)
-        else:
-            delta.first_ts = min(delta.first_ts, entry.timestamp)
-            delta.last_ts = max(delta.last_ts, entry.timestamp)
+    def _count_new_response(
+        self, labels: int, kind: str | None, ts: float, reset_at: float | None
+    ) -> None:
+        project, model, _session = self.store.labels_of(labels)
+        pending = self._pending
+        pending.add(("agentwatch_api_responses", (project, model)), 1)
+        if kind is None:
+            return
+        pending.add(("agentwatch_api_errors", (project, kind)), 1)
+        self._raise_gauge(f"api_error_last:{kind}", ts)
+        if reset_at is not None:
+            self._raise_gauge("usage_limit_reset", reset_at)
+
+    def _raise_gauge(self, key: str, value: float) -> None:
+        """Keep the newest time seen: files are not read in time order."""
+        gauges = self._pending.gauges
+        if value > max(gauges.get(key, 0.0), self.gauges.get(key, 0.0)):
+            gauges[key] = value
+
+    # ---- committing
+    def flush(self) -> None:
+        """Commit the open batch: responses, counters, sessions and positions together."""
+        pending = self._pending
+        if not pending.positions:
+            return
+        counters = pending.counters
+        session_deltas: dict[str, list] = {}
+        for labels, (d_in, d_out, d_cr, d_cc, d_cost, unpriced) in pending.by_labels.items():
+            project, model, session = self.store.labels_of(labels)
+            for kind, value in zip(TOKEN_TYPES, (d_in, d_out, d_cr, d_cc), strict=True):
+                pending.add(("agentwatch_tokens", (project, model, kind)), value)
+            pending.add(("agentwatch_cost_usd", (project, model)), d_cost)
+            pending.add(("agentwatch_ledger_unpriced_tokens", (model,)), unpriced)
+            delta = session_deltas.setdefault(session, [project, None, None, 0, 0, 0, 0, 0.0])
+            for index, value in enumerate((d_in, d_out, d_cr, d_cc, d_cost), start=3):
+                delta[index] += value
+        for session, (project, first_ts, last_ts) in pending.activity.items():
+            delta = session_deltas.setdefault(session, [project, None, None, 0, 0, 0, 0, 0.0])
+            delta[1], delta[2] = first_ts, last_ts
+        store = self.store
+        if not store.db.in_transaction:
+            store.begin()
+        try:
+            store.save_responses(pending.rows.values())
+            store.add_counters(counters)
+            store.add_sessions(session_deltas)
+            store.set_gauges(pending.gauges)
+            for key, position in pending.positions.items():
+                store.save_position(key, position)
+            store.commit()
+        except BaseException:
+            store.rollback()
+            self._pending = _Pending()
+            raise
+        self.positions.update(pending.positions)
+        for counter, value in counters.items():
+            self.counters[counter] = self.counters.get(counter, 0.0) + value
+        self.gauges.update(pending.gauges)
+        self._remember_sessions(session_deltas)
+        self._pending = _Pending()
+
+    def _remember_sessions(self, deltas: dict[str, list]) -> None:
+        cutoff = self.clock() - self.session_ttl
+        for session, (project, first_ts, last_ts, *values) in deltas.items():
+            current = self.sessions.get(session)
+            if current is None:
+                if last_ts is None or last_ts < cutoff:
+                    continue
+                current = self.sessions[session] = [project, first_ts, last_ts, 0, 0, 0, 0, 0.0]
+            if first_ts is not None:
+                current[1] = min(current[1], first_ts)
+                current[2] = max(current[2], last_ts)
+            for index, value in enumerate(values, start=3):
+                current[index] += value
+
+    def expire_sessions(self) -> None:
+        cutoff = self.clock() - self.session_ttl
+        for session in [s for s, row in self.sessions.items() if row[2] < cutoff]:
+            del self.sessions[session]

@@ -8,9 +8,9 @@ totals, newest files first, so it is usable while it catches up.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
-from collections import deque
 from pathlib import Path
 
 from agentwatch.exporter.config import Config
@@ -30,7 +30,13 @@ BACKFILL_PUBLISH_EVERY = 1.0
 
 
 class _Events(FileSystemEventHandler):
-    """Collects the paths of changed transcripts and wakes the loop."""
+    """Collects the paths of changed transcripts and wakes the loop.
+
+    Only events that can mean new bytes count: our own reads cause "opened" and
+    "closed_no_write" events, which must not wake us (that would be a busy loop).
+    """
+
+    WANTED = frozenset({"modified", "created", "moved", "deleted", "closed"})
 
     def __init__(self, runner: Runner):
         self.runner = runner
@@ -38,6 +44,8 @@ class _Events(FileSystemEventHandler):
         self.lock = threading.Lock()
 
     def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type not in self.WANTED or event.is_directory:
+            return
         for raw in (event.src_path, getattr(event, "dest_path", "")):
             path = raw.decode() if isinstance(raw, bytes) else raw
             if path and path.endswith(".jsonl"):
@@ -121,10 +129,15 @@ class _Progress:
 
 def build(config: Config, state_dir: Path) -> Ledger:
     settings = config.sentinel(NAME)
-    prices = PriceBook.load(settings["pricing_file"], settings["prices"])
+    source = (settings["pricing_file"], settings["prices"])
     roots = discovery.projects_roots(configured=settings["claude_config_dir"])
-    store = Store(state_dir / "token-ledger.sqlite")
-    return Ledger(store=store, prices=prices, roots=roots, session_ttl=settings["session_ttl"])
+    return Ledger(
+        store=Store(state_dir / "token-ledger.sqlite"),
+        prices=PriceBook.load(*source),
+        roots=roots,
+        session_ttl=settings["session_ttl"],
+        pricing_source=source,
+    )
 
 
 def run(config: Config, spool_dir: Path, state_dir: Path, once: bool) -> int:
@@ -137,8 +150,13 @@ def run(config: Config, spool_dir: Path, state_dir: Path, once: bool) -> int:
     runner.stop_on_signals()
     handler = _Events(runner)
     watch = None if once else _Watch(ledger.roots, handler)
+    workers = settings["workers"] or min(2, os.cpu_count() or 1)
     try:
-        _loop(ledger, runner, handler, watch, once, settings["progress_interval"])
+        if watch is not None:
+            watch.refresh()  # watch before scanning, so nothing written meanwhile is missed
+        _backfill(ledger, runner, workers, settings["progress_interval"])
+        if not once:
+            _follow(ledger, runner, handler, watch)
     finally:
         if watch is not None:
             watch.stop()
@@ -146,56 +164,56 @@ def run(config: Config, spool_dir: Path, state_dir: Path, once: bool) -> int:
     return 0
 
 
-def _loop(
-    ledger: Ledger,
-    runner: Runner,
-    handler: _Events,
-    watch: _Watch | None,
-    once: bool,
-    progress_every: float,
-) -> None:
-    if watch is not None:
-        watch.refresh()  # watch before scanning, so nothing written meanwhile is missed
+def _backfill(ledger: Ledger, runner: Runner, workers: int, progress_every: float) -> None:
+    """Read everything not yet read, publishing partial totals as it goes."""
     ledger.scan()
     progress = _Progress(ledger, progress_every)
-    queue: deque[str] = deque(ledger.pending())
-    last_scan = time.monotonic()
-    last_publish = 0.0
-    changed = True
-    while not runner.stopping:
-        urgent = handler.take()
-        for path in urgent:
-            if ledger.track(Path(path)) is not None:
-                queue.appendleft(path)
-        if queue:
-            key = queue.popleft()
-            result = ledger.step(key)
-            if result.bytes_read and ledger.has_unread(key):
-                queue.appendleft(key)  # budget used up: continue this file next
-            changed = changed or bool(result.bytes_read)
-            progress.tick()
-            if queue and time.monotonic() - last_publish < BACKFILL_PUBLISH_EVERY:
-                continue
-        now = time.monotonic()
-        if changed and (queue or now - last_publish >= PUBLISH_GAP or once):
+    last_publish = time.monotonic()
+    for _ in ledger.read_all(workers):
+        progress.tick()
+        if runner.stopping:
+            break
+        if time.monotonic() - last_publish >= BACKFILL_PUBLISH_EVERY:
+            ledger.flush()
             runner.publish()
-            last_publish, changed = time.monotonic(), False
-        if queue:
-            continue
-        progress.tick(force=progress.active)
-        if once:
-            return
+            last_publish = time.monotonic()
+    ledger.flush()
+    runner.publish()
+    progress.tick(force=progress.active)
+
+
+def _drain(ledger: Ledger, keys: list[str], runner: Runner) -> bool:
+    """Read the given files to their end; True when anything was read."""
+    changed = False
+    for key in keys:
+        while not runner.stopping and ledger.step(key):
+            changed = True
+            if not ledger.has_unread(key):
+                break
+    ledger.flush()
+    return changed
+
+
+def _follow(ledger: Ledger, runner: Runner, handler: _Events, watch: _Watch | None) -> None:
+    """The live phase: wake on events, reconcile on the timer, publish promptly."""
+    last_scan = last_publish = time.monotonic()
+    unpublished = False
+    while not runner.stopping:
+        keys = [path for path in handler.take() if ledger.track(Path(path)) is not None]
+        unpublished = _drain(ledger, keys, runner) or unpublished
+        now = time.monotonic()
         if now - last_scan >= runner.interval:
             ledger.scan()
             if watch is not None:
                 watch.refresh()
-            queue.extend(key for key in ledger.pending() if key not in queue)
+            unpublished = _drain(ledger, ledger.pending(), runner) or unpublished
             last_scan = now
-            runner.publish()  # also a heartbeat: the exporter judges staleness by it
-            last_publish, changed = time.monotonic(), False
-            continue
+            unpublished = True  # also a heartbeat: the exporter judges staleness by it
+        if unpublished and now - last_publish >= PUBLISH_GAP:
+            runner.publish()
+            last_publish, unpublished = now, False
         timeout = runner.interval - (now - last_scan)
-        if changed:
+        if unpublished:
             timeout = min(timeout, PUBLISH_GAP - (now - last_publish))
         runner.wait(max(timeout, 0.0))
     runner.publish()

@@ -16,10 +16,28 @@ SYNTHETIC = "<synthetic>"
 
 # Keys whose JSON null anywhere in a line makes the reference reader drop the line. Checked on
 # the canonical re-serialisation, so spacing and \u-escaped keys cannot hide them.
-_NULL_KEY = re.compile(
-    rb'(?<!\\)"(?:id|cwd|model|speed|costUSD|version|sessionId|requestId|isApiErrorMessage|'
-    rb'cache_creation_input_tokens|cache_read_input_tokens)":null'
-)
+_NULL_KEYS = frozenset(
+    b'"' + key
+    for key in (
+        b"id", b"cwd", b"model", b"speed", b"costUSD", b"version", b"sessionId", b"requestId",
+        b"isApiErrorMessage", b"cache_creation_input_tokens", b"cache_read_input_tokens",
+    )
+)  # fmt: skip
+_NULL = b'":null'
+
+
+def _has_forbidden_null(canonical: bytes) -> bool:
+    """True when one of _NULL_KEYS is a key with value null (a few finds, no regex)."""
+    find, rfind = canonical.find, canonical.rfind
+    at = find(_NULL)
+    while at >= 0:
+        start = rfind(b'"', 0, at)
+        if canonical[start:at] in _NULL_KEYS and canonical[start - 1 : start] != b"\\":
+            return True
+        at = find(_NULL, at + 6)
+    return False
+
+
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3})?(?:Z|[+-]\d{2}:\d{2})\Z")
 _VERSION = re.compile(r"\d+\.\d+\.\d+")
 _ADVISOR = b'"advisor_message"'
@@ -158,10 +176,15 @@ def parse(line: bytes) -> list[Entry]:
     if type(obj) is not dict:
         raise Rejected("not_an_object")
     canonical = orjson.dumps(obj)
-    # A duplicate key collapses on parse: the line then holds more keys than its parse.
-    if line.count(b'":') - line.count(b'\\":') > canonical.count(b'":') - canonical.count(b'\\":'):
-        raise Rejected("duplicate_key")
-    if _NULL_KEY.search(canonical):
+    # A duplicate key collapses on parse: the line then holds more keys than its parse. Lines
+    # as Claude Code writes them re-serialise byte for byte, so counting is rarely needed.
+    if canonical != line:
+        raw_keys = line.count(b'":')
+        if raw_keys > canonical.count(b'":') and (
+            raw_keys - line.count(b'\\":') > canonical.count(b'":') - canonical.count(b'\\":')
+        ):
+            raise Rejected("duplicate_key")
+    if _has_forbidden_null(canonical):
         raise Rejected("null_field")
 
     message = obj.get("message")

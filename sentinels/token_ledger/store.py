@@ -40,8 +40,8 @@ CREATE TABLE IF NOT EXISTS counters (
     name TEXT NOT NULL, labels TEXT NOT NULL, value REAL NOT NULL, PRIMARY KEY (name, labels)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS sessions (
-    session TEXT PRIMARY KEY, project TEXT NOT NULL, first_ts REAL NOT NULL,
-    last_ts REAL NOT NULL, t_in INTEGER NOT NULL DEFAULT 0, t_out INTEGER NOT NULL DEFAULT 0,
+    session TEXT PRIMARY KEY, project TEXT NOT NULL, first_ts REAL,
+    last_ts REAL, t_in INTEGER NOT NULL DEFAULT 0, t_out INTEGER NOT NULL DEFAULT 0,
     t_cr INTEGER NOT NULL DEFAULT 0, t_cc INTEGER NOT NULL DEFAULT 0,
     cost REAL NOT NULL DEFAULT 0
 );
@@ -70,18 +70,6 @@ class ResponseRow:
             self.msg, self.req, self.side, self.total, self.speed, self.cost,
             self.c_in, self.c_out, self.c_cr, self.c_cc, self.c_cost, self.labels,
         )  # fmt: skip
-
-
-@dataclass
-class SessionDelta:
-    project: str
-    first_ts: float
-    last_ts: float
-    t_in: int = 0
-    t_out: int = 0
-    t_cr: int = 0
-    t_cc: int = 0
-    cost: float = 0.0
 
 
 CounterKey = tuple[str, tuple[str, ...]]  # (metric name, label values in declared order)
@@ -215,16 +203,18 @@ class Store:
             ((f"gauge:{key}", repr(value)) for key, value in gauges.items()),
         )
 
-    def add_sessions(self, deltas: dict[str, SessionDelta]) -> None:
+    def add_sessions(self, deltas: dict[str, list]) -> None:
+        """deltas: session -> [project, first_ts, last_ts, in, out, cache_read, cache_creation,
+        cost]; a None time means no activity of that session in this batch."""
         self.db.executemany(
             "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (session) DO UPDATE SET "
-            "first_ts = min(first_ts, excluded.first_ts), last_ts = max(last_ts, excluded.last_ts),"
+            "first_ts = min(coalesce(first_ts, excluded.first_ts),"
+            "               coalesce(excluded.first_ts, first_ts)),"
+            " last_ts = max(coalesce(last_ts, excluded.last_ts),"
+            "               coalesce(excluded.last_ts, last_ts)),"
             " t_in = t_in + excluded.t_in, t_out = t_out + excluded.t_out,"
             " t_cr = t_cr + excluded.t_cr, t_cc = t_cc + excluded.t_cc,"
             " cost = cost + excluded.cost",
-            (
-                (s, d.project, d.first_ts, d.last_ts, d.t_in, d.t_out, d.t_cr, d.t_cc, d.cost)
-                for s, d in deltas.items()
-            ),
+            ((session, *values) for session, values in deltas.items()),
         )

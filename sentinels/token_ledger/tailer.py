@@ -71,6 +71,8 @@ def read_lines(
     `tail_is_complete` says it is whole already (a writer that never ends its last line).
     A line longer than `max_line` is skipped without buffering it and counted as oversize.
     """
+    if start > 0 and os.pread(fd, 1, start - 1) != b"\n" and os.pread(fd, 1, start) == b"\n":
+        start += 1  # the newline owed by a whole last line taken earlier: not a new line
     result = ReadResult(candidates=[], lines=0, end=start)
     offset = start  # file offset of buf[0]
     buf = b""
@@ -110,12 +112,24 @@ def read_lines(
                 offset += len(buf)
                 buf = b""
             continue
-        result.lines += buf.count(b"\n", 0, last_nl + 1)
+        result.lines += _count_lines(buf, last_nl + 1)
         _collect(buf, last_nl + 1, offset, result.candidates)
         offset += last_nl + 1
         result.end = offset
         buf = buf[last_nl + 1 :]
     return result
+
+
+def _count_lines(block: bytes, stop: int) -> int:
+    """Newlines in block[:stop]: a memchr-driven find loop is several times faster here than
+    bytes.count, because transcript lines are long."""
+    find = block.find
+    lines = 0
+    at = find(b"\n", 0, stop)
+    while at >= 0:
+        lines += 1
+        at = find(b"\n", at + 1, stop)
+    return lines
 
 
 def _collect(block: bytes, stop: int, base: int, out: list[tuple[int, bytes]]) -> None:

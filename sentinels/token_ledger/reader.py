@@ -1,0 +1,196 @@
+"""Turning new bytes of one transcript into compact usage entries: pure, so it can run in a
+worker process during a large backfill while the main process decides and commits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+
+from agentwatch.sentinels.token_ledger import records
+from agentwatch.sentinels.token_ledger.pricing import PriceBook
+from agentwatch.sentinels.token_ledger.tailer import Position, read_lines, refresh_head, same_file
+
+NO_REQUEST = 0  # req key of a response without requestId
+SIDECHAIN = 1  # req key of a lone sidechain copy (deduped by message id alone)
+BY_LOCATION = 2  # req key of an entry without message id (keyed by file, offset, content)
+
+# One usage entry, ready to be decided: (msg, req, project, model, timestamp, input, output,
+# cache_read, cache_creation, cost, priced, has_speed, error_kind, reset_at, total)
+UsageEntry = tuple[int, int, str, str, float, int, int, int, int, float, bool, bool,
+                   str | None, float | None, int]  # fmt: skip
+
+
+def key_hash(text: str) -> int:
+    """A stable signed 64-bit hash (SQLite integers), the same in every process."""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def project_name(cwd: str | None, slug: str) -> str:
+    """The project label: the working directory's last component, else the folder slug."""
+    if cwd:
+        name = os.path.basename(cwd.rstrip("/"))
+        if name:
+            return name
+    return slug or "unknown"
+
+
+@dataclass
+class Chunk:
+    """What one read of one file produced."""
+
+    key: str
+    position: Position
+    size: int = 0
+    mtime: float = 0.0
+    reset: bool = False  # truncated or replaced: read again from the start
+    lines: int = 0
+    oversize: int = 0
+    bytes_read: int = 0
+    entries: list[UsageEntry] = field(default_factory=list)
+    rejects: dict[str, int] = field(default_factory=dict)
+    copies: dict[str, int] = field(default_factory=dict)  # dropped duplicates, by kind
+    first_ts: float | None = None  # activity span of the accepted lines
+    last_ts: float | None = None
+    error: str | None = None  # "vanished" or "unreadable"
+
+
+class ChunkReader:
+    """Reads and parses; holds only the price book (loaded once per process)."""
+
+    def __init__(self, prices: PriceBook):
+        self.prices = prices
+        self._projects: dict[tuple[str | None, str], str] = {}
+
+    def read(self, key: str, slug: str, known: Position | None, budget: int) -> Chunk:
+        try:
+            fd = os.open(key, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return Chunk(key, known or Position(), error="vanished")
+        except OSError:
+            return Chunk(key, known or Position(), error="unreadable")
+        try:
+            return self._read_open(fd, key, slug, known, budget)
+        except OSError:
+            return Chunk(key, known or Position(), error="unreadable")
+        finally:
+            os.close(fd)
+
+    def _read_open(
+        self, fd: int, key: str, slug: str, known: Position | None, budget: int
+    ) -> Chunk:
+        stat = os.fstat(fd)
+        if known is not None and same_file(fd, stat, known):
+            position = Position(**vars(known))
+            reset = False
+        else:
+            position = Position(dev=stat.st_dev, ino=stat.st_ino)
+            reset = known is not None
+        chunk = Chunk(key, position, size=stat.st_size, mtime=stat.st_mtime, reset=reset)
+        if stat.st_size == position.offset:
+            return chunk
+        start = position.offset
+        result = read_lines(fd, start, budget, tail_is_complete=records.is_whole_object)
+        refresh_head(fd, stat, position)
+        position.offset = result.end
+        chunk.lines, chunk.oversize = result.lines, result.oversize
+        chunk.bytes_read = result.end - start
+        entries: list[UsageEntry] = []
+        for offset, line in result.candidates:
+            try:
+                parsed = records.parse(line)
+            except records.Rejected as rejected:
+                chunk.rejects[rejected.reason] = chunk.rejects.get(rejected.reason, 0) + 1
+                continue
+            for index, entry in enumerate(parsed):
+                entries.append(self._compact(entry, key, slug, offset, index, line))
+        if entries:
+            chunk.first_ts = min(entry[4] for entry in entries)
+            chunk.last_ts = max(entry[4] for entry in entries)
+        chunk.entries = _best_copies(entries, chunk.copies)
+        return chunk
+
+    def _compact(
+        self, entry: records.Entry, key: str, slug: str, offset: int, index: int, line: bytes
+    ) -> UsageEntry:
+        if entry.msg_id is None:
+            content = hashlib.blake2b(line, digest_size=8).hexdigest()
+            msg, req = key_hash(f"{key}\0{offset}\0{index}\0{content}"), BY_LOCATION
+        else:
+            msg = key_hash(entry.msg_id)
+            if entry.sidechain:
+                req = SIDECHAIN
+            elif entry.req_id is None:
+                req = NO_REQUEST
+            else:
+                req = key_hash("r\0" + entry.req_id) | 3  # low bits set: never a reserved key
+        project = self._projects.get((entry.cwd, slug))
+        if project is None:
+            project = self._projects[(entry.cwd, slug)] = project_name(entry.cwd, slug)
+        cost, priced = self._cost(entry)
+        kind = reset_at = None
+        if entry.api_error:
+            kind, reset_at = records.classify_error(entry.error_text)
+        return (
+            msg, req, project, entry.model, entry.timestamp, entry.input, entry.output,
+            entry.cache_read, entry.cache_creation, cost, priced, entry.has_speed, kind,
+            reset_at, entry.total,
+        )  # fmt: skip
+
+    def _cost(self, entry: records.Entry) -> tuple[float, bool]:
+        if entry.cost_usd is not None:
+            return entry.cost_usd, True
+        if entry.model == records.SYNTHETIC:
+            return 0.0, True
+        cost = self.prices.cost(
+            entry.model, entry.input, entry.output, entry.cache_read,
+            entry.cache_5m, entry.cache_1h, entry.fast,
+        )  # fmt: skip
+        return (0.0, False) if cost is None else (cost, True)
+
+
+def _best_copies(entries: list[UsageEntry], copies: dict[str, int]) -> list[UsageEntry]:
+    """Reduce a chunk to one entry per response, by the reference reader's rules.
+
+    Streamed copies of a response sit next to each other in one file, so most duplicates
+    are settled here, exactly (largest total, then cost, then `speed`, then the first), and
+    the ledger only decides the survivors against what it counted before.
+    """
+    best: dict[tuple[int, int], UsageEntry] = {}
+    main_msgs = set()
+    for entry in entries:
+        key = (entry[0], entry[1])
+        if entry[1] != SIDECHAIN:
+            main_msgs.add(entry[0])
+        kept = best.get(key)
+        if kept is None:
+            best[key] = entry
+            continue
+        copies["copy"] = copies.get("copy", 0) + 1
+        if (entry[14], entry[9], entry[11]) > (kept[14], kept[9], kept[11]):
+            best[key] = entry
+    survivors = []
+    for (msg, req), entry in best.items():
+        if req == SIDECHAIN and msg in main_msgs:
+            copies["sidechain_replay"] = copies.get("sidechain_replay", 0) + 1
+        else:
+            survivors.append(entry)
+    return survivors
+
+
+# ---- worker-process side of a parallel backfill
+_worker_reader: ChunkReader | None = None
+
+
+def init_worker(pricing_file: object, overrides: dict[str, dict[str, float]]) -> None:
+    """Runs once in each worker: build the price book there (it is not picklable)."""
+    global _worker_reader
+    _worker_reader = ChunkReader(PriceBook.load(pricing_file, overrides))  # type: ignore[arg-type]
+
+
+def read_in_worker(jobs: list[tuple[str, str, Position | None, int]]) -> list[Chunk]:
+    """Read several (key, slug, position, budget) jobs: one round trip for many small files."""
+    assert _worker_reader is not None, "init_worker was not run"
+    return [_worker_reader.read(*job) for job in jobs]

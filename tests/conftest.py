@@ -1,0 +1,77 @@
+"""Shared fixtures: temp dirs laid out like a workstation, and the CLI run for real."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+CLI = [sys.executable, "-m", "agentwatch.exporter.cli"]
+
+
+@pytest.fixture
+def workdirs(tmp_path: Path) -> dict[str, Path]:
+    dirs = {name: tmp_path / name for name in ("claude", "spool", "state")}
+    for path in dirs.values():
+        path.mkdir()
+    return dirs
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    merged = dict(os.environ, **(env or {}))
+    return subprocess.run(
+        [*CLI, *args], env=merged, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def run_ledger_once(dirs: dict[str, Path], *extra: str) -> subprocess.CompletedProcess:
+    result = run_cli(
+        "sentinel", "token-ledger", "--once",
+        "--spool-dir", str(dirs["spool"]), "--state-dir", str(dirs["state"]), *extra,
+        env={"CLAUDE_CONFIG_DIR": str(dirs["claude"])},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of an exposition as {(name, sorted labels): value}."""
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def token_totals(text: str) -> dict[str, float]:
+    """Sum of agentwatch_tokens_total per type, plus 'cost'."""
+    totals = {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_creation": 0.0, "cost": 0.0}
+    for (name, labels), value in samples(text).items():
+        if name == "agentwatch_tokens_total":
+            totals[dict(labels)["type"]] += value
+        elif name == "agentwatch_cost_usd_total":
+            totals["cost"] += value
+    return totals
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def processes() -> Iterator[list[subprocess.Popen]]:
+    """Children started by a test; all of them are killed at the end, whatever happens."""
+    started: list[subprocess.Popen] = []
+    yield started
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=10)

@@ -1,0 +1,77 @@
+"""The command line: help everywhere, version, status, and `up` with the demo workload."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import CLI, free_port, run_cli, token_totals
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], ["exporter"], ["sentinel"], ["up"], ["status"], ["config"], ["config", "check"]],
+)
+def test_help_everywhere(args: list[str]) -> None:
+    result = run_cli(*args, "--help")
+    assert result.returncode == 0 and "usage: agentwatch" in result.stdout
+
+
+def test_version() -> None:
+    result = run_cli("--version")
+    assert result.returncode == 0 and result.stdout.startswith("agentwatch ")
+
+
+def test_unknown_sentinel_is_refused() -> None:
+    result = run_cli("sentinel", "nope")
+    assert result.returncode == 2 and "invalid choice" in result.stderr
+
+
+def test_status_reads_the_spool(workdirs: dict[str, Path]) -> None:
+    down = run_cli("status", "--spool-dir", str(workdirs["spool"]))
+    assert down.returncode == 1 and "token-ledger" in down.stdout and "missing" in down.stdout
+    env = {"CLAUDE_CONFIG_DIR": str(workdirs["claude"])}
+    assert run_cli("sentinel", "token-ledger", "--once", "--spool-dir", str(workdirs["spool"]),
+                   "--state-dir", str(workdirs["state"]), env=env).returncode == 0  # fmt: skip
+    up = run_cli("status", "--spool-dir", str(workdirs["spool"]), "--json")
+    assert up.returncode == 0 and '"up": true' in up.stdout
+
+
+def test_up_runs_the_demo_and_stops_cleanly(tmp_path: Path) -> None:
+    port = free_port()
+    home = tmp_path / "home"  # no transcripts anywhere: the demo starts by itself
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    env.pop("CLAUDE_CONFIG_DIR", None)
+    process = subprocess.Popen(
+        [*CLI, "up", "--state-dir", str(tmp_path / "state"), "--spool-dir",
+         str(tmp_path / "spool"), "--listen", f"127.0.0.1:{port}"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        tokens = 0.0
+        while time.monotonic() < deadline and tokens == 0:
+            time.sleep(0.5)
+            spool_file = tmp_path / "spool" / "token-ledger.prom"
+            if spool_file.exists():
+                tokens = token_totals(spool_file.read_text())["output"]
+        assert tokens > 0, "the demo workload produced no tokens"
+    finally:
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0
+    assert f"http://127.0.0.1:{port}/metrics" in output and "demo:" in output
+    assert "agentwatch stopped." in output
+    survivors = [
+        proc.pid
+        for proc in psutil.process_iter(["cmdline"])
+        if any(str(tmp_path / "state") in part for part in proc.info["cmdline"] or [])
+    ]
+    assert survivors == [], "children outlived `agentwatch up`"

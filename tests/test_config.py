@@ -1,0 +1,102 @@
+"""The config file: defaults, rejection of unknown keys and wrong types, by key name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agentwatch.exporter import config, paths
+from tests.conftest import run_cli
+
+
+def test_no_file_means_all_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    loaded = config.load()
+    assert loaded.source is None
+    assert loaded["exporter"]["listen"] == "127.0.0.1:9847"  # loopback by default
+    assert loaded.sentinel("token-ledger")["interval"] == 60.0
+
+
+def test_values_are_parsed(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "exporter: {listen: '127.0.0.1:9999'}\n"
+        "sentinels:\n  token-ledger: {interval: 5m, session_ttl: 1h, "
+        "claude_config_dir: '~/a, /b'}\n"
+    )
+    loaded = config.load(path)
+    settings = loaded.sentinel("token-ledger")
+    assert settings["interval"] == 300.0
+    assert settings["session_ttl"] == 3600.0
+    assert settings["claude_config_dir"] == [Path.home() / "a", Path("/b")]
+    assert loaded["exporter"]["listen"] == "127.0.0.1:9999"
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("exporterr: {}\n", "exporterr: unknown key"),
+        ("exporter: {listen: 9847}\n", "exporter.listen: expected a string"),
+        ("exporter: {listen: 'nohost'}\n", "exporter.listen:"),
+        ("sentinels: {token-ledger: {interval: fast}}\n", "sentinels.token-ledger.interval:"),
+        ("sentinels: {token-ledger: {interval: -1}}\n", "sentinels.token-ledger.interval:"),
+        ("sentinels: {token-ledger: {enabled: 'yes'}}\n", "sentinels.token-ledger.enabled:"),
+        ("sentinels: {nope: {}}\n", "sentinels.nope: unknown key"),
+        ("sentinels: {token-ledger: {prices: {m: {input: 1}}}}\n", "prices: m:"),
+        ("log_level: loud\n", "log_level:"),
+        ("- a list\n", "top level: expected a mapping"),
+    ],
+)
+def test_bad_values_are_named(tmp_path: Path, text: str, named: str) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(config.ConfigError) as caught:
+        config.load(path)
+    assert any(named in problem for problem in caught.value.problems), caught.value.problems
+
+
+def test_config_check_command(tmp_path: Path) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text("log_level: debug\n")
+    ok = run_cli("--config", str(good), "config", "check")
+    assert ok.returncode == 0 and "config OK" in ok.stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("exporter: {lissen: x}\n")
+    failed = run_cli("--config", str(bad), "config", "check")
+    assert failed.returncode == 1
+    assert "exporter.lissen: unknown key" in failed.stderr
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("a: [\n")
+    assert "not valid YAML" in run_cli("--config", str(broken), "config", "check").stderr
+    # Any other command refuses to start on a bad config, naming the key.
+    refused = run_cli("--config", str(bad), "status")
+    assert refused.returncode == 2 and "exporter.lissen" in refused.stderr
+
+
+def test_config_show_lists_every_key_and_round_trips() -> None:
+    shown = run_cli("config", "show")
+    assert shown.returncode == 0
+    uncommented = "\n".join(
+        line.replace("# ", "", 1).split("    #")[0] for line in shown.stdout.splitlines()[1:]
+    )
+    parsed = yaml.safe_load(uncommented)
+    assert config.from_mapping(parsed).values == config.from_mapping({}).values
+
+
+def test_xdg_locations(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    assert paths.default_state_dir() == tmp_path / "state" / "agentwatch"
+    assert paths.default_spool_dir() == tmp_path / "agentwatch"
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "relative/ignored")
+    assert paths.default_spool_dir() == tmp_path / "state" / "agentwatch" / "spool"
+
+
+def test_durations() -> None:
+    assert config.parse_duration("1.5m") == 90
+    assert config.parse_duration(20) == 20
+    for bad in ("", "5 weeks", True, 0):
+        with pytest.raises(ValueError):
+            config.parse_duration(bad)

@@ -1,0 +1,73 @@
+"""SIGKILL at random moments during a backfill, restart, repeat: totals equal a clean run."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from tests.conftest import CLI, run_ledger_once, samples
+from tests.transcripts import assistant, encode, transcript, user_line
+
+
+def _corpus(root: Path, files: int = 40, responses: int = 400) -> None:
+    rng = random.Random(1234)
+    filler = user_line("x" * 4000)
+    for number in range(files):
+        records = []
+        for index in range(responses):
+            msg = f"msg_{number}_{index}"
+            final = rng.randint(10, 2000)
+            records.append(assistant(msg, output_tokens=max(1, final // 3),
+                                     input_tokens=rng.randint(1, 9000)))  # fmt: skip
+            records[-1]["message"]["usage"]["output_tokens"] = max(1, final // 3)
+            copy = assistant(msg, output_tokens=final)
+            copy["message"]["usage"]["input_tokens"] = records[-1]["message"]["usage"]["input_tokens"]
+            records.append(copy)  # the streamed final copy, larger
+            records.append(filler)
+        transcript(root, slug=f"-home-p{number % 5}", session=f"s{number}").write_bytes(
+            encode(*records)
+        )
+
+
+def _counters(spool: Path) -> dict:
+    """Every persisted counter: tokens and cost, but also lines and bytes read, which only
+    match a clean run when each step's position and counts are committed together."""
+    text = (spool / "token-ledger.prom").read_text()
+    return {
+        key: value
+        for key, value in samples(text).items()
+        if key[0].endswith("_total") and "read_errors" not in key[0]
+    }
+
+
+def test_sigkill_during_backfill_never_double_counts(tmp_path: Path) -> None:
+    claude = tmp_path / "claude"
+    _corpus(claude)
+    clean = {"claude": claude, "spool": tmp_path / "clean-spool", "state": tmp_path / "clean-state"}
+    started = time.monotonic()
+    run_ledger_once(clean)
+    clean_seconds = time.monotonic() - started
+    expected = _counters(clean["spool"])
+    assert expected
+
+    crash = {"claude": claude, "spool": tmp_path / "spool", "state": tmp_path / "state"}
+    env = dict(os.environ, CLAUDE_CONFIG_DIR=str(claude))
+    argv = [*CLI, "--log-level", "warning", "sentinel", "token-ledger", "--once",
+            "--spool-dir", str(crash["spool"]), "--state-dir", str(crash["state"])]  # fmt: skip
+    rng = random.Random(99)
+    kills = 0
+    for _ in range(60):  # until a run is allowed to finish the backfill by itself
+        process = subprocess.Popen(argv, env=env)
+        time.sleep(rng.uniform(0.1, 0.1 + clean_seconds / 4))
+        if process.poll() is not None:
+            break
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+        kills += 1
+    assert kills >= 8, "the backfill finished too fast to be interrupted: enlarge the corpus"
+    run_ledger_once(crash)
+    assert _counters(crash["spool"]) == expected

@@ -1,0 +1,224 @@
+"""The ledger against real files: exactly-once counting across restarts, rewrites and copies."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentwatch.sentinels.token_ledger.ledger import Ledger
+from agentwatch.sentinels.token_ledger.metrics import families
+from agentwatch.sentinels.token_ledger.pricing import PriceBook
+from agentwatch.sentinels.token_ledger.store import Store
+from tests.transcripts import append, assistant, encode, transcript, user_line
+
+PRICES = PriceBook.load()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "claude"
+
+
+@pytest.fixture
+def open_ledger(tmp_path: Path, root: Path) -> Iterator:
+    opened: list[Ledger] = []
+
+    def make(now: float = 1_795_000_000.0) -> Ledger:
+        for ledger in opened:
+            ledger.store.close()
+        ledger = Ledger(Store(tmp_path / "ledger.sqlite"), PRICES, [root / "projects"],
+                        clock=lambda: now)  # fmt: skip
+        opened.append(ledger)
+        return ledger
+
+    yield make
+    for ledger in opened:
+        ledger.store.close()
+
+
+def totals(ledger: Ledger) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for (name, labels), value in ledger.counters.items():
+        if name == "agentwatch_tokens":
+            out[labels[2]] = out.get(labels[2], 0) + value
+        elif name == "agentwatch_cost_usd":
+            out["cost"] = out.get("cost", 0) + value
+    return out
+
+
+def counter(ledger: Ledger, name: str, *labels: str) -> float:
+    return ledger.counters.get((name, labels), 0.0)
+
+
+def test_counts_and_restart_adds_nothing(root: Path, open_ledger) -> None:
+    path = transcript(root)
+    path.write_bytes(encode(user_line(), assistant(input_tokens=1000, output_tokens=500,
+                                                   cache_creation=2000, cache_read=10000)))  # fmt: skip
+    ledger = open_ledger()
+    ledger.catch_up()
+    first = totals(ledger)
+    assert first["input"] == 1000 and first["cache_read"] == 10000
+    assert first["cost"] == pytest.approx(0.021)
+    assert counter(ledger, "agentwatch_ledger_lines_read") == 2
+    again = open_ledger()
+    again.catch_up()
+    assert totals(again) == first
+    assert counter(again, "agentwatch_ledger_lines_read") == 2
+
+
+def test_streamed_copies_add_only_the_difference(root: Path, open_ledger) -> None:
+    path = transcript(root)
+    ledger = open_ledger()
+    append(path, encode(assistant("msg_A", output_tokens=1)))
+    ledger.catch_up()
+    assert totals(ledger)["output"] == 1
+    append(path, encode(assistant("msg_A", output_tokens=1), assistant("msg_A", output_tokens=40)))
+    ledger.catch_up()
+    assert totals(ledger)["output"] == 40 and totals(ledger)["input"] == 100
+    assert counter(ledger, "agentwatch_api_responses", "proj", "claude-sonnet-4-5-20250929") == 1
+    assert counter(ledger, "agentwatch_ledger_duplicate_copies", "copy") == 2
+
+
+def test_copies_across_files_and_sidechain_replays(root: Path, open_ledger) -> None:
+    main = transcript(root, session="s1")
+    other = transcript(root, slug="-home-alice-other", session="s2")
+    main.write_bytes(encode(assistant("msg_A", "req_1", input_tokens=7)))
+    # Same response in a sub-agent file and a /btw sidechain replay: counted once.
+    sub = root / "projects" / "-home-alice-proj" / "s1" / "subagents" / "agent-1.jsonl"
+    sub.parent.mkdir(parents=True)
+    sub.write_bytes(encode(assistant("msg_A", "req_1", input_tokens=7)))
+    other.write_bytes(encode(assistant("msg_A", "req_2", input_tokens=7, sidechain=True)))
+    ledger = open_ledger()
+    ledger.catch_up()
+    assert totals(ledger)["input"] == 7
+
+
+def test_sidechain_counted_first_is_superseded_not_doubled(root: Path, open_ledger) -> None:
+    path = transcript(root)
+    path.write_bytes(encode(assistant("msg_A", "req_2", input_tokens=7, sidechain=True)))
+    ledger = open_ledger()
+    ledger.catch_up()
+    append(path, encode(assistant("msg_A", "req_1", input_tokens=7)))
+    ledger.catch_up()
+    assert totals(ledger)["input"] == 7
+    append(path, encode(assistant("msg_A", "req_3", input_tokens=7, sidechain=True)))
+    ledger.catch_up()
+    assert totals(ledger)["input"] == 7
+
+
+def test_truncated_and_replaced_files_are_not_double_counted(root: Path, open_ledger) -> None:
+    path = transcript(root)
+    lines = [assistant(input_tokens=10 * (i + 1)) for i in range(5)]
+    path.write_bytes(encode(*lines))
+    ledger = open_ledger()
+    ledger.catch_up()
+    assert totals(ledger)["input"] == 150
+    # Rewritten in place (same inode, shorter, then the same content again): no new tokens.
+    path.write_bytes(encode(*lines[:2]))
+    ledger.catch_up()
+    path.write_bytes(encode(*lines))
+    ledger.catch_up()
+    assert totals(ledger)["input"] == 150
+    # Replaced by rename (new inode), with one new line: only that line counts.
+    replacement = path.with_suffix(".tmp")
+    replacement.write_bytes(encode(*lines, assistant(input_tokens=1)))
+    os.replace(replacement, path)
+    ledger.catch_up()
+    assert totals(ledger)["input"] == 151
+    assert counter(ledger, "agentwatch_ledger_file_resets") >= 2
+
+
+def test_lines_without_message_id_survive_a_rewrite(root: Path, open_ledger) -> None:
+    no_id = assistant(input_tokens=5)
+    del no_id["message"]["id"]
+    path = transcript(root)
+    path.write_bytes(encode(no_id, no_id))
+    ledger = open_ledger()
+    ledger.catch_up()
+    assert totals(ledger)["input"] == 10  # never deduplicated, as the reference reader does
+    copy = path.with_suffix(".tmp")
+    shutil.copy(path, copy)
+    os.replace(copy, path)
+    ledger.catch_up()
+    assert totals(ledger)["input"] == 10
+
+
+def test_bad_input_is_counted_never_fatal(root: Path, open_ledger, monkeypatch) -> None:
+    path = transcript(root)
+    good = encode(assistant(input_tokens=3))
+    path.write_bytes(
+        b'{"broken":"usage":{\n'
+        + good.replace(b'"hi"', b'"h\xffi"')
+        + encode(assistant(timestamp="yesterday"))
+        + encode(assistant(version="v2"))
+        + encode(assistant(cwd=None))
+        + good
+    )
+    vanishing = transcript(root, session="gone")
+    vanishing.write_bytes(good)
+    locked = transcript(root, session="locked")
+    locked.write_bytes(encode(assistant(input_tokens=1000)))
+    ledger = open_ledger()
+    ledger.scan()
+    vanishing.unlink()
+    real_open = os.open
+
+    def refusing_open(name, flags, *args):  # running as root: simulate a permission error
+        if str(name) == str(locked):
+            raise PermissionError(13, "Permission denied", str(name))
+        return real_open(name, flags, *args)
+
+    monkeypatch.setattr(os, "open", refusing_open)
+    for key in ledger.pending():
+        ledger.step(key)
+    ledger.flush()
+    assert totals(ledger)["input"] == 3
+    rejected = {labels[0]: value for (name, labels), value in ledger.counters.items()
+                if name == "agentwatch_ledger_lines_rejected"}  # fmt: skip
+    assert rejected == {"malformed_json": 1, "invalid_utf8": 1, "bad_timestamp": 1,
+                        "bad_version": 1, "null_field": 1}  # fmt: skip
+    assert ledger.read_errors == {"vanished": 1, "unreadable": 1}
+    monkeypatch.setattr(os, "open", real_open)
+    ledger.catch_up()  # readable again: counted then
+    assert totals(ledger)["input"] == 1003
+
+
+def test_api_errors_unpriced_models_and_sessions(root: Path, open_ledger) -> None:
+    error = assistant(input_tokens=0, output_tokens=0, model="<synthetic>",
+                      isApiErrorMessage=True, timestamp="2026-11-28T10:05:00.000Z")  # fmt: skip
+    error["message"]["content"] = [{"type": "text", "text": "Claude AI usage limit reached|1795100000"}]
+    overloaded = assistant(input_tokens=0, output_tokens=0, model="<synthetic>",
+                           isApiErrorMessage=True)  # fmt: skip
+    overloaded["message"]["content"] = [{"type": "text", "text": "API Error: 529 overloaded_error"}]
+    path = transcript(root, session="sess-1")
+    path.write_bytes(encode(assistant(model="claude-future-9", input_tokens=50), error, overloaded))
+    now = 1_795_000_000.0  # 2026-11-17; the lines are from 2026-11-28 (in the "future": recent)
+    ledger = open_ledger(now)
+    ledger.catch_up()
+    assert counter(ledger, "agentwatch_api_errors", "proj", "usage_limit") == 1
+    assert counter(ledger, "agentwatch_api_errors", "proj", "overloaded") == 1
+    assert ledger.gauges["usage_limit_reset"] == 1795100000
+    assert counter(ledger, "agentwatch_ledger_unpriced_tokens", "claude-future-9") == 60
+    assert counter(ledger, "agentwatch_ledger_unpriced_tokens", "<synthetic>") == 0
+    text = "\n".join(str(f) for f in families(ledger, 0))
+    assert "sess-1" in text
+    # Sessions expire: a ledger whose clock is a day later shows none.
+    later = open_ledger(now + 30 * 86400)
+    assert later.sessions == {}
+
+
+def test_symlinks_inside_projects_are_not_followed(root: Path, open_ledger, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.jsonl").write_bytes(encode(assistant(input_tokens=99)))
+    project = transcript(root).parent
+    (project / "linked").symlink_to(outside)
+    (project / "loop").symlink_to(project)
+    transcript(root).write_bytes(encode(assistant(input_tokens=1)))
+    ledger = open_ledger()
+    ledger.catch_up()
+    assert totals(ledger)["input"] == 1
