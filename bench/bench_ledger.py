@@ -4,7 +4,7 @@
 
 (a) cold backfill: `ccusage claude daily --json --offline` vs
     `agentwatch sentinel token-ledger --once` (fresh state) on the same corpus, warm page cache:
-    wall time, CPU, peak RSS (wait4's ru_maxrss: the process and the children it waited for),
+    wall time, CPU, peak RSS (summed over the whole process tree, sampled every 10 ms),
     and the token totals of both (and of the generator) must agree.
 (b) live latency: the sentinel as a loop plus `agentwatch exporter`; append one new response to
     a transcript, poll /metrics every 5 ms until the token counter moves; p50/p99 and the
@@ -44,7 +44,13 @@ from prometheus_client.parser import text_string_to_metric_families
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # bench/ is not a package
 
-CCUSAGE = "/opt/ccusage/node_modules/.bin/ccusage"
+CCUSAGE = os.environ.get("AGENTWATCH_CCUSAGE") or next(
+    (str(path) for path in (
+        Path(__file__).resolve().parents[1] / ".tools/ccusage/node_modules/.bin/ccusage",
+        Path("/opt/ccusage/node_modules/.bin/ccusage"),
+    ) if path.exists()),
+    "/opt/ccusage/node_modules/.bin/ccusage",
+)
 TYPES = ("input", "output", "cache_creation", "cache_read")
 CC_KEYS = {"input": "inputTokens", "output": "outputTokens",
            "cache_creation": "cacheCreationTokens", "cache_read": "cacheReadTokens"}
@@ -79,13 +85,44 @@ def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
         os.killpg(pid, sig)
 
 
+class TreeSampler(threading.Thread):
+    """Samples a process tree every 10 ms: the peak of the SUMMED resident memory of all its
+    processes (a parallel run must not hide behind its largest process) and the CPU time of
+    every process seen (workers started through a fork server are not waited children)."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.root = psutil.Process(pid)
+        self.peak_rss = 0
+        self.cpu: dict[int, float] = {}
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            try:
+                tree = [self.root, *self.root.children(recursive=True)]
+            except psutil.Error:
+                return
+            total = 0
+            for proc in tree:
+                with contextlib.suppress(psutil.Error):
+                    total += proc.memory_info().rss
+                    times = proc.cpu_times()
+                    self.cpu[proc.pid] = times.user + times.system
+            self.peak_rss = max(self.peak_rss, total)
+            self.done.wait(0.01)
+
+
 def run_measured(cmd: list[str], env: dict[str, str], stdout: Path, stderr: Path,
                  timeout: float) -> Run:
-    """Run cmd to completion; wall time and wait4's rusage (ru_maxrss covers waited children)."""
+    """Run cmd to completion: wall time, CPU and peak RSS of its whole process tree (the
+    sampler's figures, never less than wait4's for the direct child)."""
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         started = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
+        sampler = TreeSampler(proc.pid)
+        sampler.start()
         timer = threading.Timer(timeout, _kill_group, args=(proc.pid,))
         timer.start()
         try:
@@ -96,13 +133,18 @@ def run_measured(cmd: list[str], env: dict[str, str], stdout: Path, stderr: Path
             raise
         finally:
             timer.cancel()
+            sampler.done.set()
+            sampler.join(5)
         wall = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         tail = stderr.read_text(errors="replace")[-2000:]
         raise RuntimeError(f"{cmd[0]} exited {proc.returncode}"
                            f"{' (timeout)' if wall >= timeout else ''}:\n{tail}")
-    return Run(wall, usage.ru_utime, usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode)
+    waited = usage.ru_utime + usage.ru_stime  # the child and the children it waited for
+    sampled = sum(sampler.cpu.values())  # every process seen in the tree
+    peak = max(sampler.peak_rss / (1 << 20), usage.ru_maxrss / 1024)
+    return Run(wall, max(waited, sampled) - usage.ru_stime, usage.ru_stime, peak, proc.returncode)
 
 
 @contextlib.contextmanager
@@ -351,7 +393,8 @@ def live_and_idle(args: argparse.Namespace, root: Path, work: Path, aw: str,
 
             # warm-up: the loop may still be starting (watches, first scan); not measured
             expected = base + append(0)["total"]
-            seen, first = wait_for(lambda: scrape_tokens(port) == expected, args.timeout)
+            seen, first = wait_for(lambda: scrape_tokens(port) == expected,
+                                   min(args.timeout, 120.0))
             if not seen:
                 raise RuntimeError(f"the first appended line never showed up on /metrics "
                                    f"(see {work / 'sentinel.log'})")
@@ -406,6 +449,7 @@ def live_and_idle(args: argparse.Namespace, root: Path, work: Path, aw: str,
                 time.sleep(2.0)  # let the last write settle
                 tracked = ledger_totals(spool / "token-ledger.prom").get(
                     "agentwatch_ledger_files_tracked")
+                tracked = None if tracked is None else int(tracked)
                 cpu0, ecpu0 = cpu_seconds(sp), cpu_seconds(ep)
                 t0 = time.perf_counter()
                 time.sleep(args.idle_seconds)

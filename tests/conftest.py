@@ -23,7 +23,9 @@ def workdirs(tmp_path: Path) -> dict[str, Path]:
     return dirs
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
     merged = dict(os.environ, **(env or {}))
     return subprocess.run(
         [*CLI, *args], env=merged, capture_output=True, text=True, timeout=timeout, check=False
@@ -32,10 +34,16 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120)
 
 def run_ledger_once(dirs: dict[str, Path], *extra: str) -> subprocess.CompletedProcess:
     result = run_cli(
-        "sentinel", "token-ledger", "--once",
-        "--spool-dir", str(dirs["spool"]), "--state-dir", str(dirs["state"]), *extra,
+        "sentinel",
+        "token-ledger",
+        "--once",
+        "--spool-dir",
+        str(dirs["spool"]),
+        "--state-dir",
+        str(dirs["state"]),
+        *extra,
         env={"CLAUDE_CONFIG_DIR": str(dirs["claude"])},
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     return result
 

@@ -37,8 +37,19 @@ def test_status_reads_the_spool(workdirs: dict[str, Path]) -> None:
     down = run_cli("status", "--spool-dir", str(workdirs["spool"]))
     assert down.returncode == 1 and "token-ledger" in down.stdout and "missing" in down.stdout
     env = {"CLAUDE_CONFIG_DIR": str(workdirs["claude"])}
-    assert run_cli("sentinel", "token-ledger", "--once", "--spool-dir", str(workdirs["spool"]),
-                   "--state-dir", str(workdirs["state"]), env=env).returncode == 0  # fmt: skip
+    assert (
+        run_cli(
+            "sentinel",
+            "token-ledger",
+            "--once",
+            "--spool-dir",
+            str(workdirs["spool"]),
+            "--state-dir",
+            str(workdirs["state"]),
+            env=env,
+        ).returncode
+        == 0
+    )
     up = run_cli("status", "--spool-dir", str(workdirs["spool"]), "--json")
     assert up.returncode == 0 and '"up": true' in up.stdout
 
@@ -50,10 +61,21 @@ def test_up_runs_the_demo_and_stops_cleanly(tmp_path: Path) -> None:
     env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
     env.pop("CLAUDE_CONFIG_DIR", None)
     process = subprocess.Popen(
-        [*CLI, "up", "--state-dir", str(tmp_path / "state"), "--spool-dir",
-         str(tmp_path / "spool"), "--listen", f"127.0.0.1:{port}"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            *CLI,
+            "up",
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--spool-dir",
+            str(tmp_path / "spool"),
+            "--listen",
+            f"127.0.0.1:{port}",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         tokens = 0.0

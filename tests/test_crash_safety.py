@@ -21,11 +21,14 @@ def _corpus(root: Path, files: int = 40, responses: int = 400) -> None:
         for index in range(responses):
             msg = f"msg_{number}_{index}"
             final = rng.randint(10, 2000)
-            records.append(assistant(msg, output_tokens=max(1, final // 3),
-                                     input_tokens=rng.randint(1, 9000)))  # fmt: skip
+            records.append(
+                assistant(msg, output_tokens=max(1, final // 3), input_tokens=rng.randint(1, 9000))
+            )
             records[-1]["message"]["usage"]["output_tokens"] = max(1, final // 3)
             copy = assistant(msg, output_tokens=final)
-            copy["message"]["usage"]["input_tokens"] = records[-1]["message"]["usage"]["input_tokens"]
+            copy["message"]["usage"]["input_tokens"] = records[-1]["message"]["usage"][
+                "input_tokens"
+            ]
             records.append(copy)  # the streamed final copy, larger
             records.append(filler)
         transcript(root, slug=f"-home-p{number % 5}", session=f"s{number}").write_bytes(
@@ -56,8 +59,18 @@ def test_sigkill_during_backfill_never_double_counts(tmp_path: Path) -> None:
 
     crash = {"claude": claude, "spool": tmp_path / "spool", "state": tmp_path / "state"}
     env = dict(os.environ, CLAUDE_CONFIG_DIR=str(claude))
-    argv = [*CLI, "--log-level", "warning", "sentinel", "token-ledger", "--once",
-            "--spool-dir", str(crash["spool"]), "--state-dir", str(crash["state"])]  # fmt: skip
+    argv = [
+        *CLI,
+        "--log-level",
+        "warning",
+        "sentinel",
+        "token-ledger",
+        "--once",
+        "--spool-dir",
+        str(crash["spool"]),
+        "--state-dir",
+        str(crash["state"]),
+    ]
     rng = random.Random(99)
     kills = 0
     for _ in range(60):  # until a run is allowed to finish the backfill by itself

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import psutil
 import pytest
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily
-
 from agentwatch.exporter import spool
 from agentwatch.exporter.server import SpoolCollector, serve
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily
+
 from tests.conftest import CLI, free_port, samples
 
 
@@ -54,13 +54,18 @@ def test_files_are_merged_and_health_is_reported(tmp_path: Path) -> None:
     # Expected but never written: down and stale, no last-write sample.
     assert found[("agentwatch_sentinel_up", (("sentinel", "gamma"),))] == 0
     assert found[("agentwatch_sentinel_stale", (("sentinel", "gamma"),))] == 1
-    assert ("agentwatch_sentinel_last_write_timestamp_seconds", (("sentinel", "gamma"),)) not in found
+    assert (
+        "agentwatch_sentinel_last_write_timestamp_seconds",
+        (("sentinel", "gamma"),),
+    ) not in found
 
 
 def test_broken_file_is_left_out_and_flagged(tmp_path: Path) -> None:
     spool.write(tmp_path, "alpha", 15, lambda: [_gauge("agentwatch_alpha_things", 3)])
     (tmp_path / "broken.prom").write_text("agentwatch_x{unclosed 1\n")
-    (tmp_path / "stamped.prom").write_text("# TYPE agentwatch_y gauge\nagentwatch_y 1 1700000000000\n")
+    (tmp_path / "stamped.prom").write_text(
+        "# TYPE agentwatch_y gauge\nagentwatch_y 1 1700000000000\n"
+    )
     found = samples(_scrape(SpoolCollector(tmp_path)))
     assert found[("agentwatch_alpha_things", ())] == 3
     assert found[("agentwatch_sentinel_file_error", (("sentinel", "broken"),))] == 1
@@ -96,7 +101,9 @@ def test_stale_after_a_multiple_of_the_declared_interval(tmp_path: Path) -> None
     assert samples(_scrape(collector))[("agentwatch_sentinel_stale", (("sentinel", "alpha"),))] == 0
 
 
-def test_file_is_parsed_again_only_when_it_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_file_is_parsed_again_only_when_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spool.write(tmp_path, "alpha", 15, lambda: [_gauge("agentwatch_alpha_things", 3)])
     collector = SpoolCollector(tmp_path)
     calls = []
@@ -150,8 +157,9 @@ def test_promtool_accepts_the_exposition(tmp_path: Path) -> None:
     assert promtool, "promtool is required (Debian package prometheus); .ci/run installs it"
     spool.write(tmp_path, "alpha", 15, lambda: [_gauge("agentwatch_alpha_things", 3)])
     text = _scrape(SpoolCollector(tmp_path, expected=["alpha", "gamma"]))
-    checked = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
-                             text=True, check=False)  # fmt: skip
+    checked = subprocess.run(
+        [promtool, "check", "metrics"], input=text, capture_output=True, text=True, check=False
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
@@ -161,8 +169,9 @@ def test_exporter_command_binds_loopback_by_default(tmp_path: Path, processes: l
     config_file.write_text(f"exporter: {{listen: '127.0.0.1:{port}'}}\n")
     process = subprocess.Popen(
         [*CLI, "--config", str(config_file), "exporter", "--spool-dir", str(tmp_path)],
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     processes.append(process)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from agentwatch.sentinels.token_ledger.ledger import Ledger
 from agentwatch.sentinels.token_ledger.metrics import families
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.store import Store
+
 from tests.transcripts import append, assistant, encode, transcript, user_line
 
 PRICES = PriceBook.load()
@@ -30,8 +30,9 @@ def open_ledger(tmp_path: Path, root: Path) -> Iterator:
     def make(now: float = 1_795_000_000.0) -> Ledger:
         for ledger in opened:
             ledger.store.close()
-        ledger = Ledger(Store(tmp_path / "ledger.sqlite"), PRICES, [root / "projects"],
-                        clock=lambda: now)  # fmt: skip
+        ledger = Ledger(
+            Store(tmp_path / "ledger.sqlite"), PRICES, [root / "projects"], clock=lambda: now
+        )
         opened.append(ledger)
         return ledger
 
@@ -56,8 +57,12 @@ def counter(ledger: Ledger, name: str, *labels: str) -> float:
 
 def test_counts_and_restart_adds_nothing(root: Path, open_ledger) -> None:
     path = transcript(root)
-    path.write_bytes(encode(user_line(), assistant(input_tokens=1000, output_tokens=500,
-                                                   cache_creation=2000, cache_read=10000)))  # fmt: skip
+    path.write_bytes(
+        encode(
+            user_line(),
+            assistant(input_tokens=1000, output_tokens=500, cache_creation=2000, cache_read=10000),
+        )
+    )
     ledger = open_ledger()
     ledger.catch_up()
     first = totals(ledger)
@@ -177,10 +182,18 @@ def test_bad_input_is_counted_never_fatal(root: Path, open_ledger, monkeypatch) 
         ledger.step(key)
     ledger.flush()
     assert totals(ledger)["input"] == 3
-    rejected = {labels[0]: value for (name, labels), value in ledger.counters.items()
-                if name == "agentwatch_ledger_lines_rejected"}  # fmt: skip
-    assert rejected == {"malformed_json": 1, "invalid_utf8": 1, "bad_timestamp": 1,
-                        "bad_version": 1, "null_field": 1}  # fmt: skip
+    rejected = {
+        labels[0]: value
+        for (name, labels), value in ledger.counters.items()
+        if name == "agentwatch_ledger_lines_rejected"
+    }
+    assert rejected == {
+        "malformed_json": 1,
+        "invalid_utf8": 1,
+        "bad_timestamp": 1,
+        "bad_version": 1,
+        "null_field": 1,
+    }
     assert ledger.read_errors == {"vanished": 1, "unreadable": 1}
     monkeypatch.setattr(os, "open", real_open)
     ledger.catch_up()  # readable again: counted then
@@ -188,11 +201,19 @@ def test_bad_input_is_counted_never_fatal(root: Path, open_ledger, monkeypatch) 
 
 
 def test_api_errors_unpriced_models_and_sessions(root: Path, open_ledger) -> None:
-    error = assistant(input_tokens=0, output_tokens=0, model="<synthetic>",
-                      isApiErrorMessage=True, timestamp="2026-11-28T10:05:00.000Z")  # fmt: skip
-    error["message"]["content"] = [{"type": "text", "text": "Claude AI usage limit reached|1795100000"}]
-    overloaded = assistant(input_tokens=0, output_tokens=0, model="<synthetic>",
-                           isApiErrorMessage=True)  # fmt: skip
+    error = assistant(
+        input_tokens=0,
+        output_tokens=0,
+        model="<synthetic>",
+        isApiErrorMessage=True,
+        timestamp="2026-11-28T10:05:00.000Z",
+    )
+    error["message"]["content"] = [
+        {"type": "text", "text": "Claude AI usage limit reached|1795100000"}
+    ]
+    overloaded = assistant(
+        input_tokens=0, output_tokens=0, model="<synthetic>", isApiErrorMessage=True
+    )
     overloaded["message"]["content"] = [{"type": "text", "text": "API Error: 529 overloaded_error"}]
     path = transcript(root, session="sess-1")
     path.write_bytes(encode(assistant(model="claude-future-9", input_tokens=50), error, overloaded))
@@ -222,3 +243,24 @@ def test_symlinks_inside_projects_are_not_followed(root: Path, open_ledger, tmp_
     ledger = open_ledger()
     ledger.catch_up()
     assert totals(ledger)["input"] == 1
+
+
+def test_parallel_backfill_equals_serial(tmp_path: Path, root: Path, monkeypatch) -> None:
+    from agentwatch.sentinels.token_ledger import ledger as ledger_module
+
+    for number in range(12):
+        records = []
+        for index in range(50):
+            msg = f"msg_{number % 3}_{index}"  # the same responses appear in several files
+            records += [assistant(msg, output_tokens=1), assistant(msg, output_tokens=9 + index)]
+        transcript(root, slug=f"-p{number % 4}", session=f"s{number}").write_bytes(encode(*records))
+    serial = Ledger(Store(tmp_path / "serial.sqlite"), PRICES, [root / "projects"])
+    serial.catch_up(workers=1)
+    monkeypatch.setattr(ledger_module, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(ledger_module, "STEP_BYTES", 4096)  # many jobs, files split in slices
+    parallel = Ledger(Store(tmp_path / "parallel.sqlite"), PRICES, [root / "projects"])
+    parallel.catch_up(workers=2)
+    assert totals(parallel) == totals(serial)
+    assert totals(serial)["output"] == 3 * sum(9 + index for index in range(50))
+    serial.store.close()
+    parallel.store.close()

@@ -9,6 +9,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import psutil
+
 from tests.conftest import CLI, free_port, token_totals
 from tests.transcripts import append, assistant, encode, transcript
 
@@ -39,13 +41,30 @@ def test_appended_line_shows_up_on_metrics(workdirs: dict[str, Path], processes:
     port = free_port()
     env = dict(os.environ, CLAUDE_CONFIG_DIR=str(claude))
     sentinel = subprocess.Popen(
-        [*CLI, "sentinel", "token-ledger", "--spool-dir", str(workdirs["spool"]),
-         "--state-dir", str(workdirs["state"])], env=env,
-    )  # fmt: skip
+        [
+            *CLI,
+            "sentinel",
+            "token-ledger",
+            "--spool-dir",
+            str(workdirs["spool"]),
+            "--state-dir",
+            str(workdirs["state"]),
+        ],
+        env=env,
+    )
     processes.append(sentinel)
-    processes.append(subprocess.Popen(
-        [*CLI, "exporter", "--spool-dir", str(workdirs["spool"]), "--listen", f"127.0.0.1:{port}"]
-    ))  # fmt: skip
+    processes.append(
+        subprocess.Popen(
+            [
+                *CLI,
+                "exporter",
+                "--spool-dir",
+                str(workdirs["spool"]),
+                "--listen",
+                f"127.0.0.1:{port}",
+            ]
+        )
+    )
     _wait_for(port, lambda text: token_totals(text)["input"] == 100)
 
     append(path, encode(assistant(input_tokens=23)))
@@ -56,6 +75,13 @@ def test_appended_line_shows_up_on_metrics(workdirs: dict[str, Path], processes:
     other.write_bytes(encode(assistant(input_tokens=1000, cwd="/home/alice/new")))
     text = _wait_for(port, lambda text: token_totals(text)["input"] == 1123, timeout=5)
     assert 'project="new"' in text
+
+    # Idle again: our own reads must not wake the loop (inotify open/close events).
+    process = psutil.Process(sentinel.pid)
+    time.sleep(0.5)
+    before = sum(process.cpu_times()[:2])
+    time.sleep(2.0)
+    assert sum(process.cpu_times()[:2]) - before < 0.2, "the idle sentinel keeps working"
 
     sentinel.send_signal(signal.SIGTERM)
     assert sentinel.wait(timeout=10) == 0

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from agentwatch.exporter.server import SpoolCollector
 from prometheus_client import CollectorRegistry, generate_latest
 
-from agentwatch.exporter.server import SpoolCollector
 from tests.conftest import run_ledger_once
 from tests.transcripts import assistant, encode, transcript
 
@@ -18,8 +18,10 @@ ROW = re.compile(r"^\| `(agentwatch_[a-z0-9_]+)` \| (counter|gauge) \| ?([a-z_, 
 def _documented() -> dict[str, tuple[str, set[str]]]:
     rows = ROW.findall(DOC.read_text())
     assert rows, "no metric rows found in docs/metrics.md"
-    return {name: (kind, {x.strip() for x in labels.split(",") if x.strip()})
-            for name, kind, labels in rows}  # fmt: skip
+    return {
+        name: (kind, {x.strip() for x in labels.split(",") if x.strip()})
+        for name, kind, labels in rows
+    }
 
 
 def _served(workdirs: dict[str, Path]) -> dict[str, tuple[str, set[str]]]:

@@ -3,22 +3,32 @@
 from __future__ import annotations
 
 import pytest
-
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 
 BOOK = PriceBook.load()
 
 
 def _cost(model: str, **usage: int) -> float | None:
-    args = {"input_tokens": 0, "output_tokens": 0, "cache_read": 0, "cache_write_5m": 0,
-            "cache_write_1h": 0, "fast": False}  # fmt: skip
+    args = {
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cache_read": 0,
+        "cache_write_5m": 0,
+        "cache_write_1h": 0,
+        "fast": False,
+    }
     args.update(usage)
     return BOOK.cost(model, **args)  # type: ignore[arg-type]
 
 
 def test_reference_example() -> None:
-    cost = _cost("claude-sonnet-4-5-20250929", input_tokens=1000, output_tokens=500,
-                 cache_write_5m=2000, cache_read=10000)  # fmt: skip
+    cost = _cost(
+        "claude-sonnet-4-5-20250929",
+        input_tokens=1000,
+        output_tokens=500,
+        cache_write_5m=2000,
+        cache_read=10000,
+    )
     assert cost == pytest.approx(0.021)
 
 

@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from agentwatch.sentinels.token_ledger import records, tailer
 
 
@@ -38,7 +37,9 @@ def test_unterminated_but_whole_last_line_is_taken(tmp_path: Path) -> None:
     assert len(result.candidates) == 2 and result.end == path.stat().st_size
 
 
-def test_utf8_split_across_reads_is_kept_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_utf8_split_across_reads_is_kept_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(tailer, "CHUNK", 7)  # force reads to cut multi-byte characters
     line = '{"usage":{"x":"žluťoučký kůň 🐎"}}'.encode()
     path = tmp_path / "t.jsonl"
@@ -48,7 +49,9 @@ def test_utf8_split_across_reads_is_kept_whole(tmp_path: Path, monkeypatch: pyte
     assert all(got.decode("utf-8") for _, got in result.candidates)
 
 
-def test_marker_split_across_reads_is_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_marker_split_across_reads_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(tailer, "CHUNK", 5)
     path = tmp_path / "t.jsonl"
     path.write_bytes(b'{"k":1,"usage":{"a":1}}\n{"other":2}\n')
