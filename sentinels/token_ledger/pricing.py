@@ -50,8 +50,10 @@ class Price:
             cache_read_above=per_token("cache_read_above_200k"),
         )
 
-    def without_tier(self) -> Price:
-        return Price(self.input, self.output, self.cache_write, self.cache_read)
+
+def _normalise(model: str) -> str:
+    """anthropic/claude-sonnet-4.5 -> claude-sonnet-4-5: no provider prefix, dashed versions."""
+    return _DOTTED.sub(r"\1-\2", model.rsplit("/", 1)[-1])
 
 
 def _tiered(tokens: int, base: float, above: float | None) -> float:
@@ -97,6 +99,7 @@ class PriceBook:
         return cls(families, exact, data.get("fast_multipliers"))
 
     def _fast_multiplier(self, model: str) -> float:
+        model = _normalise(model)
         for fragment, multiplier in self._fast.items():
             if fragment in model:
                 return multiplier
@@ -106,7 +109,7 @@ class PriceBook:
         found = self._exact.get(model) or self._families.get(model)
         if found is not None:
             return found
-        model = _DOTTED.sub(r"\1-\2", model.rsplit("/", 1)[-1])  # anthropic/claude-sonnet-4.5
+        model = _normalise(model)
         found = self._exact.get(model)
         if found is not None:
             return found
@@ -116,10 +119,8 @@ class PriceBook:
             rest = model[len(family) :]
             if not rest:
                 return self._families[family]
-            if rest[0] == "[":
+            if rest[0] in "[@":
                 return self._families[family]
-            if rest[0] == "@":
-                return self._families[family].without_tier()
             if rest[0] == "-" and len(rest) > 1:
                 tail = rest[1:]
                 if _DATE.match(tail) or not tail[0].isdigit():

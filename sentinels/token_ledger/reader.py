@@ -5,6 +5,7 @@ worker process during a large backfill while the main process decides and commit
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from dataclasses import dataclass, field
 
@@ -12,7 +13,8 @@ from agentwatch.sentinels.token_ledger import records
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.tailer import Position, read_lines, refresh_head, same_file
 
-NO_REQUEST = 0  # req key of a response without requestId
+log = logging.getLogger("agentwatch.token-ledger")
+
 SIDECHAIN = 1  # req key of a lone sidechain copy (deduped by message id alone)
 BY_LOCATION = 2  # req key of an entry without message id (keyed by file, offset, content)
 
@@ -104,6 +106,10 @@ class ChunkReader:
             except records.Rejected as rejected:
                 chunk.rejects[rejected.reason] = chunk.rejects.get(rejected.reason, 0) + 1
                 continue
+            except Exception as err:  # a line must never stop the ledger: count it, go on
+                log.warning("unexpected %s parsing a line of %s; skipped", type(err).__name__, key)
+                chunk.rejects["parse_error"] = chunk.rejects.get("parse_error", 0) + 1
+                continue
             for index, entry in enumerate(parsed):
                 entries.append(self._compact(entry, key, slug, offset, index, line))
         if entries:
@@ -122,8 +128,8 @@ class ChunkReader:
             msg = key_hash(entry.msg_id)
             if entry.sidechain:
                 req = SIDECHAIN
-            elif entry.req_id is None:
-                req = NO_REQUEST
+            elif entry.req_id is None:  # the reference reader then keys on id + instant
+                req = key_hash(f"t\0{round(entry.timestamp * 1000)}") | 3
             else:
                 req = key_hash("r\0" + entry.req_id) | 3  # low bits set: never a reserved key
         project = self._projects.get((entry.cwd, slug))

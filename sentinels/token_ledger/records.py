@@ -6,8 +6,8 @@ the list). A rejected line is reported by reason, never by content.
 
 from __future__ import annotations
 
+import json
 import re
-from datetime import datetime
 
 import orjson
 
@@ -38,9 +38,20 @@ def _has_forbidden_null(canonical: bytes) -> bool:
     return False
 
 
-_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{3})?(?:Z|[+-]\d{2}:\d{2})\Z")
-_VERSION = re.compile(r"\d+\.\d+\.\d+")
+_TIMESTAMP = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{3}))?"
+    r"(?:Z|([+-])([01][0-9]|2[0-3]):([0-5][0-9]))\Z"
+)
+_VERSION = re.compile(rb"[0-9]+\.[0-9]+\.[0-9]+")
 _ADVISOR = b'"advisor_message"'
+MAX_DEPTH = 128  # the reference reader's JSON parser refuses deeper nesting
+# Keys the reference reader reads into typed fields: a repeated one drops the line.
+_READ_KEYS = frozenset({
+    "timestamp", "sessionId", "requestId", "version", "message", "costUSD", "isSidechain",
+    "id", "model", "usage", "input_tokens", "output_tokens", "cache_creation_input_tokens",
+    "cache_read_input_tokens", "cache_creation", "ephemeral_5m_input_tokens",
+    "ephemeral_1h_input_tokens", "speed", "iterations", "data",
+})  # fmt: skip
 
 
 class Entry:
@@ -112,13 +123,38 @@ def _optional_text(container: dict, key: str) -> str | None:
     return value
 
 
+_DAYS_IN_MONTH = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    """Days since 1970-01-01 in the proleptic Gregorian calendar, any year (even 0000)."""
+    year -= month <= 2
+    era = year // 400
+    year_of_era = year - era * 400
+    day_of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
+    return era * 146097 + day_of_era - 719468
+
+
 def _timestamp(value: object) -> float:
-    if type(value) is not str or not _TIMESTAMP.match(value):
+    """Epoch seconds of an RFC 3339 time with 0 or 3 fraction digits, as the reference
+    reader accepts them; anything else is rejected."""
+    match = _TIMESTAMP.match(value) if type(value) is str else None
+    if match is None:
         raise Rejected("bad_timestamp")
-    try:
-        return datetime.fromisoformat(value).timestamp()
-    except ValueError as err:  # e.g. Feb 30, 24:00
-        raise Rejected("bad_timestamp") from err
+    year, month, day, hour, minute, second, millis, sign, off_h, off_m = match.groups()
+    y, mo, d = int(year), int(month), int(day)
+    leap = y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
+    if not 1 <= mo <= 12 or not 1 <= d <= _DAYS_IN_MONTH[mo] + (mo == 2 and leap):
+        raise Rejected("bad_timestamp")
+    h, mi, sec = int(hour), int(minute), int(second)
+    if h > 23 or mi > 59 or sec > 59:
+        raise Rejected("bad_timestamp")
+    seconds = _days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec
+    if sign:
+        offset = int(off_h) * 3600 + int(off_m) * 60
+        seconds -= offset if sign == "+" else -offset
+    return seconds + (int(millis) / 1000 if millis else 0.0)
 
 
 def _read_usage(entry: Entry, usage: object) -> None:
@@ -163,6 +199,38 @@ def is_whole_object(tail: bytes) -> bool:
         return False
 
 
+def _too_deep(obj: object) -> bool:
+    """Nesting of MAX_DEPTH containers or more (the top object counts as 1)."""
+    stack = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth >= MAX_DEPTH:
+            return True
+        children = value.values() if type(value) is dict else value
+        stack.extend((child, depth + 1) for child in children if type(child) in (dict, list))
+    return False
+
+
+def _repeated_keys(line: bytes) -> set[str]:
+    """Keys that occur twice in one object anywhere in the line (slow path, rarely taken)."""
+    repeated: set[str] = set()
+
+    def check(pairs: list[tuple[str, object]]) -> dict:
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                repeated.add(key)
+            seen.add(key)
+        return dict(pairs)
+
+    json.loads(line, object_pairs_hook=check)
+    return repeated
+
+
+def _usable_message(message: object) -> bool:
+    return type(message) is dict and type(message.get("usage")) is dict
+
+
 def parse(line: bytes) -> list[Entry]:
     """The usage entries of one candidate line (the response, then any advisors).
 
@@ -175,39 +243,45 @@ def parse(line: bytes) -> list[Entry]:
         raise Rejected(reason) from None
     if type(obj) is not dict:
         raise Rejected("not_an_object")
+    if line.count(b"{") + line.count(b"[") >= MAX_DEPTH and _too_deep(obj):
+        raise Rejected("too_deep")
     canonical = orjson.dumps(obj)
-    # A duplicate key collapses on parse: the line then holds more keys than its parse. Lines
-    # as Claude Code writes them re-serialise byte for byte, so counting is rarely needed.
+    # Lines as Claude Code writes them re-serialise byte for byte; only the others can hide
+    # a repeated key (the parse keeps the last one), which the reference reader refuses when
+    # it reads that key or when the line holds a null anywhere.
     if canonical != line:
-        raw_keys = line.count(b'":')
-        if raw_keys > canonical.count(b'":') and (
-            raw_keys - line.count(b'\\":') > canonical.count(b'":') - canonical.count(b'\\":')
-        ):
+        repeated = _repeated_keys(line)
+        if repeated and (b"null" in line or repeated & _READ_KEYS):
             raise Rejected("duplicate_key")
     if _has_forbidden_null(canonical):
         raise Rejected("null_field")
 
     message = obj.get("message")
     source = obj  # where timestamp, requestId, isSidechain and costUSD live
-    if message is not None and type(message) is not dict:
-        raise Rejected("bad_message")
-    if message is None or "usage" not in message:
+    progress = False
+    if not _usable_message(message):
         data = obj.get("data")
         wrapper = data.get("message") if type(data) is dict else None
         inner = wrapper.get("message") if type(wrapper) is dict else None
-        if type(inner) is not dict or "usage" not in inner:
+        if type(inner) is dict and "usage" in inner:
+            source, message, progress = wrapper, inner, True
+        elif message is not None and type(message) is not dict:
+            raise Rejected("bad_message")
+        elif message is None or "usage" not in message:
             raise Rejected("no_message_usage")
-        source, message = wrapper, inner
 
     entry = Entry()
     entry.msg_id = _optional_text(message, "id")
     entry.req_id = _optional_text(source, "requestId")
-    _optional_text(obj, "sessionId")
     model = _optional_text(message, "model")
     entry.model = model if model is not None else "unknown"
-    version = obj.get("version")
-    if version is not None and (type(version) is not str or not _VERSION.match(version)):
-        raise Rejected("bad_version")
+    _optional_text(obj, "sessionId")
+    if not progress:  # the reference reader does not check a progress line's outer version
+        version = obj.get("version")
+        if version is not None and (
+            type(version) is not str or not _VERSION.match(version.encode())
+        ):
+            raise Rejected("bad_version")
     entry.timestamp = _timestamp(source.get("timestamp"))
     sidechain = source.get("isSidechain")
     if sidechain is not None and type(sidechain) is not bool:
@@ -227,7 +301,7 @@ def parse(line: bytes) -> list[Entry]:
         entry.error_text = _error_text(message)
 
     entries = [entry]
-    if _ADVISOR in line:
+    if not progress and _ADVISOR in line:
         entries.extend(_advisors(entry, usage))
     return entries
 
@@ -238,20 +312,18 @@ def _advisors(parent: Entry, usage: dict) -> list[Entry]:
     iterations = usage.get("iterations")
     if type(iterations) is not list:
         return found
-    index = 0
     for item in iterations:
         if type(item) is not dict or item.get("type") != "advisor_message":
             continue
-        position = index
-        index += 1
         model = item.get("model")
-        if type(model) is not str:
+        if type(model) is not str or not model:
             continue
         advisor = Entry()
         try:
             _read_usage(advisor, item)
         except Rejected:
             continue
+        position = len(found)  # numbered among the advisors that count
         advisor.msg_id = None if parent.msg_id is None else f"{parent.msg_id}#advisor{position}"
         advisor.req_id = parent.req_id
         advisor.sidechain = parent.sidechain

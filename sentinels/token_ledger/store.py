@@ -8,6 +8,7 @@ nothing is counted twice and nothing is lost (the dropped step is simply read ag
 from __future__ import annotations
 
 import contextlib
+import json
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -46,8 +47,6 @@ CREATE TABLE IF NOT EXISTS sessions (
     cost REAL NOT NULL DEFAULT 0
 );
 """
-
-LABEL_SEP = "\x1f"
 
 
 @dataclass
@@ -110,7 +109,7 @@ class Store:
 
     def counters(self) -> dict[CounterKey, float]:
         return {
-            (name, tuple(labels.split(LABEL_SEP)) if labels else ()): value
+            (name, tuple(json.loads(labels))): value
             for name, labels, value in self.db.execute("SELECT name, labels, value FROM counters")
         }
 
@@ -194,7 +193,7 @@ class Store:
         self.db.executemany(
             "INSERT INTO counters VALUES (?, ?, ?) "
             "ON CONFLICT (name, labels) DO UPDATE SET value = value + excluded.value",
-            ((name, LABEL_SEP.join(labels), value) for (name, labels), value in deltas.items()),
+            ((name, json.dumps(labels), value) for (name, labels), value in deltas.items()),
         )
 
     def set_gauges(self, gauges: dict[str, float]) -> None:

@@ -18,7 +18,8 @@ Vocabulary:
 
 Inputs on which the ledger differs from ccusage by design (docs/ledger-rules.md, "Known,
 deliberate differences") are kept out of every corpus except where a test asks for them.
-Corpora for differences that are bugs live in BUG_CORPORA, each named after the bug.
+Corpora for differences that were found as bugs and fixed live in REGRESSION_CORPORA; each
+docstring describes the difference as it was found.
 """
 
 from __future__ import annotations
@@ -758,6 +759,17 @@ def dedup(root: Path) -> Corpus:
     return tree.corpus()
 
 
+def dedup_across_config_dirs(root: Path) -> Corpus:
+    """Copies of one response in two config folders of one CLAUDE_CONFIG_DIR list are one
+    response (lines without message id are counted in each)."""
+    first, second = Tree(root / "claude-a"), Tree(root / "claude-b")
+    first.session([_copy("x", input_tokens=10, output_tokens=5), _copy("y", output_tokens=7),
+                   assistant(None, "r", input_tokens=1000)])  # fmt: skip
+    second.session([_copy("x", input_tokens=10, output_tokens=50), _copy("y", output_tokens=7),
+                    assistant(None, "r", input_tokens=1000)], slug="-home-alice-other")
+    return Corpus(f"{first.base},{second.base}")
+
+
 # ------------------------------------------------------------------- §5 sidechain replays
 
 
@@ -1249,6 +1261,7 @@ EDGE_CORPORA: dict[str, Builder] = {
     "s02_duplicate_keys": duplicate_keys,
     "s03_timestamps": timestamps,
     "s04_dedup": dedup,
+    "s04_dedup_across_config_dirs": dedup_across_config_dirs,
     "s05_sidechains": sidechains,
     "s06_synthetic": synthetic,
     "s07_pricing": pricing,
@@ -1266,7 +1279,7 @@ EDGE_CORPORA: dict[str, Builder] = {
 }
 
 
-# --------------------------------------------------------------------- reported bugs
+# ------------------------------------------- regressions: differences found and fixed
 # Each corpus isolates one difference that is not by design; the ledger fails it today.
 
 
@@ -1277,7 +1290,7 @@ def _nested(depth: int) -> Any:
     return value
 
 
-def bug_deep_nesting_counted(root: Path) -> Corpus:
+def regression_deep_nesting_counted(root: Path) -> Corpus:
     """ccusage drops a line nested 128 containers deep or more (serde_json's recursion limit);
     the ledger counts it. Depth here = the top object + toolUseResult's nested objects."""
     lines: list[Line] = [probe(bit, {"toolUseResult": _nested(120 + bit)}) for bit in range(12)]
@@ -1286,7 +1299,7 @@ def bug_deep_nesting_counted(root: Path) -> Corpus:
     return _probes(root, lines)
 
 
-def bug_deep_nesting_crash(root: Path) -> Corpus:
+def regression_deep_nesting_crash(root: Path) -> Corpus:
     """A line nested 255 to 1024 levels deep parses with orjson but cannot be re-serialised:
     records.parse raises TypeError, which nothing catches, and the sentinel dies."""
     text = replace_once(compact(probe(1)), '"text":"hi"', '"text":"hi","z":' + '{"a":' * 300
@@ -1294,8 +1307,10 @@ def bug_deep_nesting_crash(root: Path) -> Corpus:
     return _probes(root, [probe(0), text, probe(2)])
 
 
-def bug_spaced_duplicate_keys(root: Path) -> Corpus:
-    """A duplicate key written with a space before or after its colon is not detected."""
+def regression_spaced_duplicate_keys(root: Path) -> Corpus:
+    """A duplicate key written with a space before its colon is not detected (the ledger
+    compares counts of `":` in the raw line and in its re-serialisation). The second case,
+    a space after the colon, is detected and is here as a control."""
     cases = [
         ('"gitBranch":"main"', '"gitBranch" :"main","gitBranch":"x"'),
         ('"gitBranch":"main"', '"gitBranch": "main","gitBranch":"x"'),
@@ -1309,21 +1324,21 @@ def bug_spaced_duplicate_keys(root: Path) -> Corpus:
     return _probes(root, lines)
 
 
-def bug_version_unicode_digits(root: Path) -> Corpus:
+def regression_version_unicode_digits(root: Path) -> Corpus:
     """`version` must start with ASCII digits; Python's str `\\d` also matches Arabic-Indic
     or fullwidth digits."""
     versions = ["2.0.14", "٢.0.14", "2.0.１4", "２.0.14"]
     return _probes(root, [probe(bit, {"version": v}) for bit, v in enumerate(versions)])
 
 
-def bug_timestamp_offset_minutes(root: Path) -> Corpus:
+def regression_timestamp_offset_minutes(root: Path) -> Corpus:
     """An offset with 60..99 minutes (+05:60) is invalid; ccusage drops it, Python accepts it."""
     stamps = ["2026-11-28T10:00:05+05:30", "2026-11-28T10:00:05+05:60",
               "2026-11-28T10:00:05.000-01:75", "2026-11-28T10:00:05+00:99"]  # fmt: skip
     return _probes(root, [probe(bit, {"timestamp": ts}) for bit, ts in enumerate(stamps)])
 
 
-def bug_timestamp_year_zero(root: Path) -> Corpus:
+def regression_timestamp_year_zero(root: Path) -> Corpus:
     """Year 0000 is a valid RFC 3339 year that ccusage accepts; Python's datetime cannot hold
     it, so the ledger drops the line as a bad timestamp."""
     stamps = ["0001-01-01T00:00:00Z", "0000-01-01T00:00:00Z", "0000-12-31T23:59:59.999Z",
@@ -1331,7 +1346,7 @@ def bug_timestamp_year_zero(root: Path) -> Corpus:
     return _probes(root, [probe(bit, {"timestamp": ts}) for bit, ts in enumerate(stamps)])
 
 
-def bug_advisor_index_skips_invalid(root: Path) -> Corpus:
+def regression_advisor_index_skips_invalid(root: Path) -> Corpus:
     """ccusage numbers only the advisors it keeps (a string model, integer tokens); the ledger
     numbers every advisor_message, so one invalid advisor shifts the dedup key of the rest
     and copies of one response are counted twice."""
@@ -1345,14 +1360,14 @@ def bug_advisor_index_skips_invalid(root: Path) -> Corpus:
     return _probes(root, lines)
 
 
-def bug_advisor_empty_model(root: Path) -> Corpus:
+def regression_advisor_empty_model(root: Path) -> Corpus:
     """An advisor whose model is "" is ignored by ccusage (as an empty message.model drops a
     line); the ledger counts it as an unpriced model named ""."""
     it = _with_advisors
     return _probes(root, [it(1, [advisor(2**14, model="")], "mI", "rI", input_tokens=1)])
 
 
-def bug_progress_outer_fields(root: Path) -> Corpus:
+def regression_progress_outer_fields(root: Path) -> Corpus:
     """ccusage falls back to the progress payload when the outer message is not a usable
     object, and does not check the outer version of a progress line; the ledger drops these."""
     lines: list[Line] = [
@@ -1365,7 +1380,7 @@ def bug_progress_outer_fields(root: Path) -> Corpus:
     return _probes(root, lines)
 
 
-def bug_fast_dotted_model(root: Path) -> Corpus:
+def regression_fast_dotted_model(root: Path) -> Corpus:
     """claude-opus-4.6 is priced as claude-opus-4-6 but its fast multiplier (x6) is looked up
     on the dotted name and missed."""
     lines: list[Line] = [
@@ -1377,7 +1392,7 @@ def bug_fast_dotted_model(root: Path) -> Corpus:
     return _probes(root, lines)
 
 
-def bug_vertex_sonnet_4_tier(root: Path) -> Corpus:
+def regression_vertex_sonnet_4_tier(root: Path) -> Corpus:
     """ccusage prices Vertex's claude-sonnet-4@20250514 with the 200k tier (only
     claude-sonnet-4-5@… is untiered); the ledger drops the tier for every `@` id."""
     lines: list[Line] = [assistant("m1", "r1", model="claude-sonnet-4@20250514",
@@ -1385,7 +1400,7 @@ def bug_vertex_sonnet_4_tier(root: Path) -> Corpus:
     return _probes(root, lines)
 
 
-def bug_no_request_id_key_includes_timestamp(root: Path) -> Corpus:
+def regression_no_request_id_key_includes_timestamp(root: Path) -> Corpus:
     """Copies without a requestId are deduplicated by ccusage on message id *and* timestamp
     (the instant: .000Z, Z and +02:00 spellings of it are one key); the ledger uses the
     message id alone, so it counts one copy where ccusage counts one per timestamp. Old
@@ -1402,7 +1417,7 @@ def bug_no_request_id_key_includes_timestamp(root: Path) -> Corpus:
     return _probes(root, lines)
 
 
-def bug_duplicate_keys_without_null(root: Path) -> Corpus:
+def regression_duplicate_keys_without_null(root: Path) -> Corpus:
     """ccusage drops a line with a repeated key only when the key is one it reads (id, model,
     version, requestId, timestamp, token counts, …) or when the raw line holds `null`
     anywhere; a repeated gitBranch, uuid, cwd, userType, type, role, text or service_tier in a
@@ -1425,7 +1440,7 @@ def bug_duplicate_keys_without_null(root: Path) -> Corpus:
     return _probes(root, lines)
 
 
-def bug_progress_advisor_counted(root: Path) -> Corpus:
+def regression_progress_advisor_counted(root: Path) -> Corpus:
     """ccusage reads no advisor iterations from a progress wrapper's usage; the ledger counts
     them. The response itself counts in both (as a lone sidechain copy here, as in real
     sub-agent progress)."""
@@ -1439,21 +1454,21 @@ def bug_progress_advisor_counted(root: Path) -> Corpus:
     return _probes(root, lines)
 
 
-BUG_CORPORA: dict[str, Builder] = {
-    "bug_progress_advisor_counted": bug_progress_advisor_counted,
-    "bug_no_request_id_key_includes_timestamp": bug_no_request_id_key_includes_timestamp,
-    "bug_duplicate_keys_without_null": bug_duplicate_keys_without_null,
-    "bug_deep_nesting_counted": bug_deep_nesting_counted,
-    "bug_deep_nesting_crash": bug_deep_nesting_crash,
-    "bug_spaced_duplicate_keys": bug_spaced_duplicate_keys,
-    "bug_version_unicode_digits": bug_version_unicode_digits,
-    "bug_timestamp_offset_minutes": bug_timestamp_offset_minutes,
-    "bug_timestamp_year_zero": bug_timestamp_year_zero,
-    "bug_advisor_index_skips_invalid": bug_advisor_index_skips_invalid,
-    "bug_advisor_empty_model": bug_advisor_empty_model,
-    "bug_progress_outer_fields": bug_progress_outer_fields,
-    "bug_fast_dotted_model": bug_fast_dotted_model,
-    "bug_vertex_sonnet_4_tier": bug_vertex_sonnet_4_tier,
+REGRESSION_CORPORA: dict[str, Builder] = {
+    "regression_progress_advisor_counted": regression_progress_advisor_counted,
+    "regression_no_request_id_key": regression_no_request_id_key_includes_timestamp,
+    "regression_duplicate_keys_without_null": regression_duplicate_keys_without_null,
+    "regression_deep_nesting_counted": regression_deep_nesting_counted,
+    "regression_deep_nesting_crash": regression_deep_nesting_crash,
+    "regression_spaced_duplicate_keys": regression_spaced_duplicate_keys,
+    "regression_version_unicode_digits": regression_version_unicode_digits,
+    "regression_timestamp_offset_minutes": regression_timestamp_offset_minutes,
+    "regression_timestamp_year_zero": regression_timestamp_year_zero,
+    "regression_advisor_index_skips_invalid": regression_advisor_index_skips_invalid,
+    "regression_advisor_empty_model": regression_advisor_empty_model,
+    "regression_progress_outer_fields": regression_progress_outer_fields,
+    "regression_fast_dotted_model": regression_fast_dotted_model,
+    "regression_vertex_sonnet_4_tier": regression_vertex_sonnet_4_tier,
 }
 
 
@@ -1635,8 +1650,8 @@ class _RandomWriter:
         outputs = [*sorted(rng.randint(1, final) for _ in range(count - 1)), final]
         copies: list[dict[str, Any]] = []
         kinds = ["thinking", "text", "tool_use"]
-        # Without a requestId, ccusage keys copies by message id and timestamp (a reported bug
-        # of the ledger, which keys them by message id alone): give such copies one timestamp.
+        # Without a requestId, copies are keyed by message id and timestamp: like streamed
+        # copies, they share one timestamp here.
         shared = self._stamp(session, rng.uniform(0.05, 3)) if rid is None else None
         for number, output in enumerate(outputs):
             stamp = shared or self._stamp(session, rng.uniform(0.05, 3))
@@ -1677,7 +1692,9 @@ class _RandomWriter:
             session.responses.append(response)
             if rng.random() < 0.02:  # a retry: same message id under a new requestId
                 retry = self.response(session)
+                request_id = self._next("req_011")  # retries always carry one
                 for line in retry.copies:
+                    line["requestId"] = request_id
                     if "id" in response.copies[0]["message"]:
                         line["message"]["id"] = response.copies[0]["message"]["id"]
                 session.lines.extend(retry.copies)
@@ -1709,11 +1726,8 @@ class _RandomWriter:
 
     def _progress_copy(self, session: _Session, line: Mapping[str, Any], agent: str) -> dict:
         inner = {key: copy.deepcopy(line[key]) for key in
-                 ("type", "timestamp", "requestId", "isSidechain", "uuid", "message")
+                 ("type", "timestamp", "requestId", "isSidechain", "uuid", "costUSD", "message")
                  if key in line}  # fmt: skip
-        # ccusage ignores advisors inside progress copies and the ledger does not (a reported
-        # bug); until the sub-agent's file is read that shows, so keep them out here.
-        inner["message"]["usage"].pop("iterations", None)
         return {
             "parentUuid": "a-1", "isSidechain": False, "userType": "external",
             "cwd": session.cwd, "sessionId": session.session_id, "version": VERSION,

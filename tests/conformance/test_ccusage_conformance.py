@@ -10,9 +10,9 @@ large randomized mix, and the same data appended in pieces between runs.
 ccusage is required, never skipped: without it the suite would pass while proving nothing.
 Set AGENTWATCH_CCUSAGE to its path, or install it where the default points.
 
-Tests named test_reported_bug_* pin differences that are bugs in the ledger; they fail until
-the ledger is fixed (docs/ledger-rules.md lists the deliberate differences, which are not
-bugs and are kept out of the corpora).
+Tests named test_regression_* pin differences that were found by this suite and fixed in the
+ledger (docs/ledger-rules.md lists the deliberate differences, which are kept out of the
+corpora and pinned by their own tests).
 """
 
 from __future__ import annotations
@@ -55,9 +55,13 @@ def ccusage_command() -> str:
     """
     path = os.environ.get("AGENTWATCH_CCUSAGE") or DEFAULT_CCUSAGE
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        hint = INSTALL_HINT
+        suffix = "/node_modules/.bin/ccusage"
+        if path != DEFAULT_CCUSAGE and path.endswith(suffix):  # install where it points
+            hint = f"npm install --prefix {path[: -len(suffix)]} ccusage@{CCUSAGE_VERSION}"
         pytest.fail(
-            f"ccusage not found at {path} (AGENTWATCH_CCUSAGE or the default). The conformance "
-            f"suite needs the reference reader; install it with:\n    {INSTALL_HINT}",
+            f"ccusage not found at {path} (AGENTWATCH_CCUSAGE, default {DEFAULT_CCUSAGE}). "
+            f"The conformance suite needs the reference reader; install it with:\n    {hint}",
             pytrace=False,
         )
     found = subprocess.run(
@@ -249,7 +253,8 @@ def _token_and_cost_samples(run: LedgerRun) -> dict:
 
 @pytest.mark.parametrize("name", list(corpus.EDGE_CORPORA))
 def test_edge_corpus_matches_ccusage(name: str, tmp_path: Path) -> None:
-    """One corpus per section of the counting rules (sections 1-15 of the findings)."""
+    """One corpus per rule of docs/ledger-rules.md, numbered like the sections (1-15) of the
+    experiments that found ccusage's rules."""
     case = corpus.EDGE_CORPORA[name](tmp_path / "corpus")
     reference, ours = run_both(case, tmp_path / "run", tmp_path / "state")
     assert_conforms(reference, ours.totals, name)
@@ -308,14 +313,16 @@ def _cut_plan(files: dict[Path, bytes], rng: random.Random) -> dict[Path, list[i
         first = 0 if rng.random() < 0.2 else rng.randint(0, len(data))
         second = rng.randint(first, len(data))
         plan[path] = [first, second, len(data)]
-    largest = max(files, key=lambda p: len(files[p]))
-    data = files[largest]
-    marker = data.find(b'"usage":{', len(data) // 3)
-    later = data.find(b'"usage":{', data.find(b"\n", marker))
-    newline = data.find(b"\n", later)
-    assert 0 < marker < later < newline, f"{largest} is too small to cut"
-    plan[largest] = [marker + len(b'"usage":{'), newline, len(data)]
-    return plan
+    marker = b'"usage":{'
+    for path in sorted(files, key=lambda p: len(files[p]), reverse=True):
+        data = files[path]
+        first = data.find(marker, len(data) // 3)
+        second = data.find(marker, data.find(b"\n", first)) if first > 0 else -1
+        newline = data.find(b"\n", second) if second > 0 else -1
+        if 0 < first < second < newline:
+            plan[path] = [first + len(marker), newline, len(data)]
+            return plan
+    raise AssertionError("no file has two usage lines to cut")
 
 
 def test_appends_between_runs_match_ccusage_at_every_stage(tmp_path: Path) -> None:
@@ -377,7 +384,7 @@ def _deliberate_cases() -> Iterator[tuple[str, Deliberate]]:
         [corpus.assistant("m", "r", model="foo", input_tokens=2**53 + 1)],
         {"input": 2**53, "output": 0, "cache_read": 0, "cache_creation": 0}, 0.0,
     )
-    yield "fuzzy_model_names_are_unpriced", Deliberate(
+    yield "odd_model_names_are_not_fuzzy_matched", Deliberate(
         [corpus.assistant(f"m{n}", f"r{n}", model=model, input_tokens=1000)
          for n, model in enumerate(["sonnet", "claude-opus", "gpt-4", "claude-opus-4-6@default",
                                     "claude-opus-4-8-fast", "claude-3-5-sonnet-latest"])],
@@ -411,19 +418,18 @@ def test_deliberate_difference_is_as_documented(name: str, tmp_path: Path) -> No
     assert differences(reference, ours.totals), f"{name}: ccusage no longer differs"
 
 
-# ---------------------------------------------------------------------------- reported bugs
+# ------------------------------------------- regressions: differences found and fixed
 
 
-@pytest.mark.parametrize("name", list(corpus.BUG_CORPORA))
-def test_reported_bug(name: str, tmp_path: Path) -> None:
-    """Differences from ccusage that are bugs in the ledger (see each corpus's docstring).
-    These fail until the ledger is fixed; they are not deliberate differences."""
-    case = corpus.BUG_CORPORA[name](tmp_path / "corpus")
+@pytest.mark.parametrize("name", list(corpus.REGRESSION_CORPORA))
+def test_regression_matches_ccusage(name: str, tmp_path: Path) -> None:
+    """Differences from ccusage that were found and fixed (see each corpus's docstring)."""
+    case = corpus.REGRESSION_CORPORA[name](tmp_path / "corpus")
     reference, ours = run_both(case, tmp_path / "run", tmp_path / "state")
     assert_conforms(reference, ours.totals, name)
 
 
-def test_reported_bug_label_separator_survives_restart(tmp_path: Path) -> None:
+def test_regression_label_values_survive_restart(tmp_path: Path) -> None:
     """The ledger stores label values joined by U+001F; a model or cwd containing that
     character is split into other labels when the counters are read back after a restart."""
     case = corpus.label_separator(tmp_path / "corpus")
