@@ -8,8 +8,9 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from agentwatch.exporter import spool
 from prometheus_client.metrics_core import Metric
+
+from agentwatch.exporter import spool
 
 log = logging.getLogger("agentwatch.runtime")
 
@@ -61,15 +62,3 @@ class Runner:
 
         signal.signal(signal.SIGTERM, handle)
         signal.signal(signal.SIGINT, handle)
-
-
-def run_periodic(runner: Runner, cycle: Callable[[], None], once: bool) -> None:
-    """The plain loop for timer-driven sentinels: cycle, publish, sleep."""
-    while True:
-        cycle()
-        runner.publish()
-        if once or runner.stopping:
-            return
-        runner.wait(runner.interval)
-        if runner.stopping:
-            return

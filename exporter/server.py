@@ -18,11 +18,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from agentwatch.exporter import __version__
-from agentwatch.exporter.spool import SpoolFile, SpoolReader
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import GaugeMetricFamily, InfoMetricFamily, Metric
+
+from agentwatch.exporter import __version__
+from agentwatch.exporter.spool import SpoolFile, SpoolReader
 
 log = logging.getLogger("agentwatch.exporter")
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from agentwatch.exporter import config, paths
 
+from agentwatch.exporter import config, paths
 from tests.conftest import run_cli
 
 

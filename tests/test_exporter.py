@@ -12,10 +12,10 @@ from pathlib import Path
 
 import psutil
 import pytest
-from agentwatch.exporter import spool
-from agentwatch.exporter.server import SpoolCollector, serve
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily
 
+from agentwatch.exporter import spool
+from agentwatch.exporter.server import SpoolCollector, serve
 from tests.conftest import CLI, free_port, samples
 
 

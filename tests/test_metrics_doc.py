@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from agentwatch.exporter.server import SpoolCollector
 from prometheus_client import CollectorRegistry, generate_latest
 
+from agentwatch.exporter.server import SpoolCollector
 from tests.conftest import run_ledger_once
 from tests.transcripts import assistant, encode, transcript
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 
 BOOK = PriceBook.load()

@@ -7,12 +7,12 @@ import itertools
 import tempfile
 from pathlib import Path
 
-from agentwatch.sentinels.token_ledger.ledger import Ledger
-from agentwatch.sentinels.token_ledger.pricing import PriceBook
-from agentwatch.sentinels.token_ledger.store import Store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentwatch.sentinels.token_ledger.ledger import Ledger
+from agentwatch.sentinels.token_ledger.pricing import PriceBook
+from agentwatch.sentinels.token_ledger.store import Store
 from tests.transcripts import assistant, encode, user_line
 
 PRICES = PriceBook.load()

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from agentwatch.sentinels.token_ledger import records, tailer
 
 

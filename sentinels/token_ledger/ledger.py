@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 
+from agentwatch.exporter.log import FailureGate
 from agentwatch.sentinels.token_ledger import discovery
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.reader import (
@@ -102,6 +103,7 @@ class Ledger:
         self.sessions = {s: list(row) for s, row in self.store.recent_sessions(since).items()}
         self.reader = ChunkReader(self.prices)
         self._pending = _Pending()
+        self._unreadable: dict[str, FailureGate] = {}  # logs once per failing file
 
     # ---- discovery
     def scan(self) -> None:
@@ -235,9 +237,15 @@ class Ledger:
             self.read_errors[chunk.error] = self.read_errors.get(chunk.error, 0) + 1
             if chunk.error == "vanished":
                 self.files.pop(key, None)
-            elif tracked is not None:  # retry on the next change, not in a loop
-                tracked.size = (self._position(key) or Position()).offset
+                self._unreadable.pop(key, None)
+            else:
+                gate = self._unreadable.setdefault(key, FailureGate(log, f"transcript {key}"))
+                gate.failed("cannot be read")
+                if tracked is not None:  # retry on the next change, not in a loop
+                    tracked.size = (self._position(key) or Position()).offset
             return
+        if key in self._unreadable:
+            self._unreadable.pop(key).succeeded()
         if tracked is not None:
             tracked.size, tracked.mtime = chunk.size, chunk.mtime
         pending = self._pending

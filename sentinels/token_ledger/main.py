@@ -13,6 +13,9 @@ import threading
 import time
 from pathlib import Path
 
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
 from agentwatch.exporter.config import Config
 from agentwatch.exporter.runtime import Runner
 from agentwatch.sentinels.token_ledger import discovery
@@ -20,8 +23,6 @@ from agentwatch.sentinels.token_ledger.ledger import Ledger
 from agentwatch.sentinels.token_ledger.metrics import families
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.store import Store
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
-from watchdog.observers import Observer
 
 NAME = "token-ledger"
 log = logging.getLogger("agentwatch.token-ledger")

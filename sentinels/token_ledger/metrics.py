@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from agentwatch.sentinels.token_ledger.ledger import TOKEN_TYPES, Ledger
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from agentwatch.sentinels.token_ledger.ledger import TOKEN_TYPES, Ledger
 
 ERROR_KINDS = ("rate_limit", "overloaded", "usage_limit", "server_error", "other")
 

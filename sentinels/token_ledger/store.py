@@ -180,9 +180,6 @@ class Store:
             (path, pos.dev, pos.ino, pos.offset, pos.head_len, pos.head),
         )
 
-    def forget_file(self, path: str) -> None:
-        self.db.execute("DELETE FROM files WHERE path = ?", (path,))
-
     def save_responses(self, rows: Iterable[ResponseRow]) -> None:
         self.db.executemany(
             "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",

@@ -1,0 +1,28 @@
+"""Loud failures, quiet logs: one line when an input starts failing, reminders, recovery."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from agentwatch.exporter.log import FailureGate
+
+
+def test_failure_gate_logs_state_changes_not_attempts(caplog: pytest.LogCaptureFixture) -> None:
+    logger = logging.getLogger("test.gate")
+    gate = FailureGate(logger, "input X", remind_every=10)
+    with caplog.at_level(logging.INFO, logger="test.gate"):
+        for _ in range(25):
+            gate.failed("boom")
+        assert gate.failing
+        gate.succeeded()
+        gate.succeeded()
+    messages = [record.getMessage() for record in caplog.records]
+    assert messages == [
+        "input X failing: boom",
+        "input X still failing after 10 attempts: boom",
+        "input X still failing after 20 attempts: boom",
+        "input X recovered after 25 failed attempts",
+    ]
+    assert not gate.failing
