@@ -86,12 +86,15 @@ def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
 
 
 class TreeSampler(threading.Thread):
-    """Samples a process tree every 10 ms: the peak of the SUMMED resident memory of all its
-    processes (a parallel run must not hide behind its largest process) and the CPU time of
-    every process seen (workers started through a fork server are not waited children)."""
+    """Samples a process tree every `every` seconds: the peak of the SUMMED resident memory of
+    all its processes (a parallel run must not hide behind its largest process) and the CPU
+    time of every process seen (workers started through a fork server are not waited
+    children). Sampling costs CPU on a 2-core machine, so timed runs sample slowly and one
+    separate run per tool samples fast for the memory peak."""
 
-    def __init__(self, pid: int):
+    def __init__(self, pid: int, every: float):
         super().__init__(daemon=True)
+        self.every = every
         self.root = psutil.Process(pid)
         self.peak_rss = 0
         self.cpu: dict[int, float] = {}
@@ -110,18 +113,18 @@ class TreeSampler(threading.Thread):
                     times = proc.cpu_times()
                     self.cpu[proc.pid] = times.user + times.system
             self.peak_rss = max(self.peak_rss, total)
-            self.done.wait(0.01)
+            self.done.wait(self.every)
 
 
 def run_measured(cmd: list[str], env: dict[str, str], stdout: Path, stderr: Path,
-                 timeout: float) -> Run:
+                 timeout: float, sample_every: float = 0.1) -> Run:
     """Run cmd to completion: wall time, CPU and peak RSS of its whole process tree (the
     sampler's figures, never less than wait4's for the direct child)."""
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         started = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
-        sampler = TreeSampler(proc.pid)
+        sampler = TreeSampler(proc.pid, sample_every)
         sampler.start()
         timer = threading.Timer(timeout, _kill_group, args=(proc.pid,))
         timer.start()
@@ -273,16 +276,26 @@ def backfill(args: argparse.Namespace, root: Path, work: Path, aw: str,
         aw_tot = ledger_totals(spool / "token-ledger.prom")
         print(f"  agentwatch run {i + 1}: {run.wall_s:7.2f} s wall, {run.cpu_s:7.2f} s cpu, "
               f"{run.max_rss_mib:7.1f} MiB peak RSS", flush=True)
+    # One more run of each, sampled every 10 ms, for the memory peak only.
+    aw_peak = run_measured([aw, "sentinel", "token-ledger", "--once", "--spool-dir",
+                            str(work / "spool-mem"), "--state-dir", str(work / "state-mem")],
+                           env, work / "once-mem.out", work / "once-mem.err", args.timeout,
+                           sample_every=0.01).max_rss_mib
+    print(f"  agentwatch memory run: {aw_peak:7.1f} MiB peak RSS (whole tree)", flush=True)
     gen = expected_totals(manifest)
     result: dict[str, Any] = {
-        "agentwatch": summarize(aw_runs),
+        "agentwatch": {**summarize(aw_runs), "max_rss_mib": aw_peak},
         "totals": {"agentwatch": aw_tot, "generator": gen},
         "checks": {"agentwatch_equals_generator": same_totals(aw_tot, gen)},
         "spool_dir": str(work / f"spool-{args.repeat - 1}"),
         "state_dir": str(work / f"state-{args.repeat - 1}"),
     }
     if cc_runs and cc_tot is not None:
-        cc = summarize(cc_runs)
+        cc_peak = run_measured([args.ccusage, "claude", "daily", "--json", "--offline"], env,
+                               work / "ccusage-mem.json", work / "ccusage-mem.err", args.timeout,
+                               sample_every=0.01).max_rss_mib
+        print(f"  ccusage    memory run: {cc_peak:7.1f} MiB peak RSS (whole tree)", flush=True)
+        cc = {**summarize(cc_runs), "max_rss_mib": cc_peak}
         result["ccusage"] = cc
         result["totals"]["ccusage"] = cc_tot
         result["checks"]["agentwatch_equals_ccusage"] = same_totals(aw_tot, cc_tot)

@@ -52,7 +52,7 @@ class Child:
 
 def _have_transcripts(cfg: config.Config) -> bool:
     roots = discovery.projects_roots(configured=cfg.sentinel("token-ledger")["claude_config_dir"])
-    return any(next(discovery.walk(root), None) is not None for root in roots if root.is_dir())
+    return any(next(discovery.walk(root), None) is not None for root in roots)
 
 
 def _base_argv(args: argparse.Namespace) -> list[str]:

@@ -61,6 +61,19 @@ def test_marker_split_across_reads_is_found(
     assert result.lines == 2
 
 
+def test_long_candidate_found_while_skimming(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tailer, "CHUNK", 64)
+    monkeypatch.setattr(tailer, "LONG_LINE", 100)
+    line = b'{"content":"' + b"x" * 1000 + b'","usage":{"a":1}}'  # marker far past LONG_LINE
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b"short\n" + line + b"\n" + b'{"usage":{"b":2}}\n')
+    result = _read(path)
+    assert result.candidates == [(6, line), (6 + len(line) + 1, b'{"usage":{"b":2}}')]
+    assert result.lines == 3 and result.end == path.stat().st_size
+
+
 def test_fifty_megabyte_line_is_read(tmp_path: Path) -> None:
     big = b'{"message":{"content":"' + b"x" * (50 * 1024 * 1024) + b'","usage":{"a":1}}}'
     path = tmp_path / "t.jsonl"
@@ -72,11 +85,14 @@ def test_fifty_megabyte_line_is_read(tmp_path: Path) -> None:
 def test_oversize_line_is_skipped_and_counted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(tailer, "CHUNK", 256)  # the line spans many reads
+    monkeypatch.setattr(tailer, "CHUNK", 256)  # the lines span many reads
+    monkeypatch.setattr(tailer, "LONG_LINE", 300)
     path = tmp_path / "t.jsonl"
-    path.write_bytes(b'{"usage":{"a":1}}\n' + b"y" * 5000 + b"\n" + b'{"usage":{"b":2}}\n')
+    long_candidate = b'{"usage":{' + b"y" * 5000 + b"}\n"
+    long_other = b'{"x":"' + b"z" * 5000 + b'"}\n'  # long, but no usage: just skipped
+    path.write_bytes(b'{"usage":{"a":1}}\n' + long_candidate + long_other + b'{"usage":{"b":2}}\n')
     result = _read(path, max_line=1000)
-    assert result.oversize == 1 and result.lines == 3
+    assert result.oversize == 1 and result.lines == 4
     assert [line for _, line in result.candidates] == [b'{"usage":{"a":1}}', b'{"usage":{"b":2}}']
 
 

@@ -83,13 +83,15 @@ def behind_symlink(root: Path, path: Path) -> bool:
     return False
 
 
-def walk(root: Path) -> Iterator[Transcript]:
-    """Every transcript below a root, at any depth, hidden ones included.
+def walk(root: Path) -> Iterator[os.DirEntry]:
+    """Every `.jsonl` file below a root, at any depth, hidden ones included.
 
     Symlinks below the root are not followed (as the reference reader does), which also
-    rules out loops; the root itself may be a symlink.
+    rules out loops; the root itself may be a symlink. Yields directory entries, whose
+    `stat(follow_symlinks=False)` is one system call: a reconcile scan of thousands of
+    files stays cheap.
     """
-    stack = [root]
+    stack = [str(root)]
     while stack:
         folder = stack.pop()
         try:
@@ -102,11 +104,9 @@ def walk(root: Path) -> Iterator[Transcript]:
                 if entry.is_symlink():
                     continue
                 if entry.is_dir(follow_symlinks=False):
-                    stack.append(Path(entry.path))
+                    stack.append(entry.path)
                     continue
             except OSError:
                 continue
             if entry.name.endswith(".jsonl"):
-                found = describe(root, Path(entry.path))
-                if found is not None:
-                    yield found
+                yield entry

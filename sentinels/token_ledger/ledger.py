@@ -110,17 +110,20 @@ class Ledger:
         """Reconcile with the file system: find new files, note sizes, forget vanished ones."""
         seen: dict[str, TrackedFile] = {}
         for root in self.roots:
-            if not root.is_dir():
-                continue
-            for transcript in discovery.walk(root):
-                key = str(transcript.path)
+            for entry in discovery.walk(root):
+                key = entry.path
                 if key in seen:
                     continue
+                tracked = self.files.get(key)
+                if tracked is None:
+                    transcript = discovery.describe(root, Path(key))
+                    if transcript is None:
+                        continue
+                    tracked = TrackedFile(transcript)
                 try:
-                    stat = transcript.path.stat()
+                    stat = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
-                tracked = self.files.get(key) or TrackedFile(transcript)
                 tracked.size, tracked.mtime = stat.st_size, stat.st_mtime
                 seen[key] = tracked
         self.files = seen

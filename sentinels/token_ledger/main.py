@@ -13,7 +13,13 @@ import threading
 import time
 from pathlib import Path
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 
 from agentwatch.exporter.config import Config
@@ -26,18 +32,23 @@ from agentwatch.sentinels.token_ledger.store import Store
 
 NAME = "token-ledger"
 log = logging.getLogger("agentwatch.token-ledger")
-PUBLISH_GAP = 0.2  # at most five spool writes a second while lines stream in
+PUBLISH_GAP = 0.5  # at most two spool writes a second while lines stream in
 BACKFILL_PUBLISH_EVERY = 1.0
+
+
+# Only these reach us (the kernel is asked for nothing else): our own reads would otherwise
+# wake the loop with open/close events.
+WATCHED_EVENTS: list[type[FileSystemEvent]] = [FileCreatedEvent, FileModifiedEvent, FileMovedEvent]
 
 
 class _Events(FileSystemEventHandler):
     """Collects the paths of changed transcripts and wakes the loop.
 
     Only events that can mean new bytes count: our own reads cause "opened" and
-    "closed_no_write" events, which must not wake us (that would be a busy loop).
+    "closed_no_write" events, which must never wake us (that would be a busy loop).
     """
 
-    WANTED = frozenset({"modified", "created", "moved", "deleted", "closed"})
+    WANTED = frozenset({"modified", "created", "moved"})
 
     def __init__(self, runner: Runner):
         self.runner = runner
@@ -74,7 +85,9 @@ class _Watch:
         for root in self.roots:
             if root not in self.watched and root.is_dir():
                 try:
-                    self.observer.schedule(self.handler, str(root), recursive=True)
+                    self.observer.schedule(
+                        self.handler, str(root), recursive=True, event_filter=WATCHED_EVENTS
+                    )
                     self.watched.add(root)
                 except OSError as err:  # e.g. inotify watch limit: the reconcile scan still works
                     log.warning("cannot watch %s (%s); relying on the periodic scan", root, err)

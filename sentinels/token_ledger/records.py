@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 
 import orjson
 
@@ -136,6 +137,16 @@ def _days_from_civil(year: int, month: int, day: int) -> int:
     return era * 146097 + day_of_era - 719468
 
 
+@lru_cache(maxsize=4096)
+def _day(year: str, month: str, day: str) -> int | None:
+    """Days since the epoch of a valid calendar date, else None (cached: lines share days)."""
+    y, m, d = int(year), int(month), int(day)
+    leap = y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
+    if not 1 <= m <= 12 or not 1 <= d <= _DAYS_IN_MONTH[m] + (m == 2 and leap):
+        return None
+    return _days_from_civil(y, m, d)
+
+
 def _timestamp(value: object) -> float:
     """Epoch seconds of an RFC 3339 time with 0 or 3 fraction digits, as the reference
     reader accepts them; anything else is rejected."""
@@ -143,14 +154,11 @@ def _timestamp(value: object) -> float:
     if match is None:
         raise Rejected("bad_timestamp")
     year, month, day, hour, minute, second, millis, sign, off_h, off_m = match.groups()
-    y, mo, d = int(year), int(month), int(day)
-    leap = y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
-    if not 1 <= mo <= 12 or not 1 <= d <= _DAYS_IN_MONTH[mo] + (mo == 2 and leap):
-        raise Rejected("bad_timestamp")
+    days = _day(year, month, day)
     h, mi, sec = int(hour), int(minute), int(second)
-    if h > 23 or mi > 59 or sec > 59:
+    if days is None or h > 23 or mi > 59 or sec > 59:
         raise Rejected("bad_timestamp")
-    seconds = _days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec
+    seconds = days * 86400 + h * 3600 + mi * 60 + sec
     if sign:
         offset = int(off_h) * 3600 + int(off_m) * 60
         seconds -= offset if sign == "+" else -offset

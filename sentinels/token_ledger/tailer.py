@@ -1,8 +1,8 @@
 """Reading a growing file line by line from a saved position, safely.
 
 Works on bytes: a line is decoded only once complete, so a UTF-8 character split across
-reads is never broken. Lines that cannot hold usage are skipped without being kept in
-memory past a bound (MAX_LINE): such a line is skipped and counted, never fatal.
+reads is never broken. Long lines that cannot hold usage (file snapshots, big tool results)
+pass through without being kept in memory.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 MARKER = b'"usage":{'
 HEAD_BYTES = 1024
-CHUNK = 4 * 1024 * 1024
-MAX_LINE = 256 * 1024 * 1024
+CHUNK = 1024 * 1024
+LONG_LINE = 1024 * 1024  # a partial line longer than this is skimmed, not kept
+MAX_LINE = 256 * 1024 * 1024  # a candidate line longer than this is counted, not parsed
 
 
 def head_hash(data: bytes) -> bytes:
@@ -69,54 +70,57 @@ def read_lines(
 
     A partial last line is left for the next call (its offset is not consumed) unless
     `tail_is_complete` says it is whole already (a writer that never ends its last line).
-    A line longer than `max_line` is skipped without buffering it and counted as oversize.
+    Memory stays near CHUNK however long a line is: a partial line longer than LONG_LINE is
+    skimmed, remembering only whether it holds the marker; a candidate is then read whole
+    once it is complete, unless it is longer than `max_line` (counted as oversize).
     """
     if start > 0 and os.pread(fd, 1, start - 1) != b"\n" and os.pread(fd, 1, start) == b"\n":
         start += 1  # the newline owed by a whole last line taken earlier: not a new line
     result = ReadResult(candidates=[], lines=0, end=start)
-    offset = start  # file offset of buf[0]
-    buf = b""
-    skipping = False  # inside an oversize line
-    read_total = 0
-    while read_total < limit or result.end == start:
-        data = os.pread(fd, CHUNK, offset + len(buf))
+    keep = len(MARKER) - 1
+    position = start  # where the next read starts
+    line_start = start  # file offset of the current partial line
+    buf = b""  # the partial line, unless skimming
+    skimming = candidate = False
+    tail = b""  # while skimming: the last bytes seen, so a marker split across reads is found
+    while position - start < limit or result.end == start:
+        data = os.pread(fd, CHUNK, position)
         if not data:
-            if (
-                buf
-                and not skipping
-                and MARKER in buf
-                and tail_is_complete
-                and tail_is_complete(buf)
-            ):
+            if buf and MARKER in buf and tail_is_complete and tail_is_complete(buf):
                 result.lines += 1
-                result.candidates.append((offset, buf))
-                result.end = offset + len(buf)
+                result.candidates.append((line_start, buf))
+                result.end = line_start + len(buf)
             break
-        read_total += len(data)
-        if skipping:
+        data_start = position
+        position += len(data)
+        if skimming:
             newline = data.find(b"\n")
+            seen = tail + (data if newline < 0 else data[:newline])
+            candidate = candidate or MARKER in seen
             if newline < 0:
-                offset += len(data)
+                tail = seen[-keep:]
                 continue
-            skipping = False
-            offset += newline + 1
+            length = data_start + newline - line_start
             result.lines += 1
-            result.oversize += 1
-            result.end = offset
+            if candidate and length > max_line:
+                result.oversize += 1
+            elif candidate:
+                result.candidates.append((line_start, os.pread(fd, length, line_start)))
+            line_start = result.end = data_start + newline + 1
+            skimming = False
             data = data[newline + 1 :]
-        buf += data
-        last_nl = buf.rfind(b"\n")
-        if last_nl < 0:
-            if len(buf) > max_line:
-                skipping = True
-                offset += len(buf)
-                buf = b""
-            continue
-        result.lines += _count_lines(buf, last_nl + 1)
-        _collect(buf, last_nl + 1, offset, result.candidates)
-        offset += last_nl + 1
-        result.end = offset
-        buf = buf[last_nl + 1 :]
+        block = buf + data if buf else data
+        last_nl = block.rfind(b"\n")
+        if last_nl >= 0:
+            result.lines += _count_lines(block, last_nl + 1)
+            _collect(block, last_nl + 1, line_start, result.candidates)
+            line_start += last_nl + 1
+            result.end = line_start
+            buf = block[last_nl + 1 :]
+        else:
+            buf = block
+        if len(buf) > LONG_LINE:
+            skimming, candidate, tail, buf = True, MARKER in buf, buf[-keep:], b""
     return result
 
 
