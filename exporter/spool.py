@@ -1,7 +1,7 @@
 """The spool: one node_exporter-style textfile per sentinel, written atomically.
 
-Writers use a private registry per write so nothing but the sentinel's own families (no
-process_* or python_* metrics) lands in the file. Readers parse each file on its own, so a
+Only the sentinel's own families land in a file (no process_* or python_* metrics), in the
+text format prometheus_client writes. Readers parse each file on its own, so a
 broken file is reported and left out without touching the others.
 """
 
@@ -12,22 +12,63 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, write_to_textfile
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.utils import floatToGoString
 
 SUFFIX = ".prom"
 INTERVAL_METRIC = "agentwatch_sentinel_interval_seconds"
 
 
-class _Families:
-    """A collector that yields families produced fresh at write time."""
+_LABEL_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", '"': '\\"'})
+_SIMPLE_TYPES = {"counter": "_total", "gauge": "", "info": "_info"}
 
-    def __init__(self, produce: Callable[[], Iterable[Metric]]):
-        self._produce = produce
+
+class _Families:
+    """A collector around families produced fresh at write time (for the fallback path)."""
+
+    def __init__(self, families: list[Metric]):
+        self._families = families
 
     def collect(self) -> Iterable[Metric]:
-        return self._produce()
+        return self._families
+
+
+def render(families: Iterable[Metric]) -> str:
+    """The text exposition of families, byte for byte what prometheus_client's
+    generate_latest gives, but several times faster for plain counters and gauges: a
+    sentinel rewrites its file for every change, so this is on the hot path. Any other
+    family type goes through prometheus_client itself."""
+    out: list[str] = []
+    escaped: dict[str, str] = {}
+    for family in families:
+        suffix = _SIMPLE_TYPES.get(family.type)
+        if suffix is None:
+            registry = CollectorRegistry(auto_describe=False)
+            registry.register(_Families([family]))  # type: ignore[arg-type]
+            out.append(generate_latest(registry).decode())
+            continue
+        name = family.name + suffix
+        documentation = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
+        out.append(f"# HELP {name} {documentation}\n# TYPE {name} {_TYPE_NAMES[family.type]}\n")
+        for sample in family.samples:
+            labels = sample.labels
+            if labels:
+                parts = []
+                for key in sorted(labels):
+                    value = labels[key]
+                    text = escaped.get(value)
+                    if text is None:
+                        text = escaped[value] = value.translate(_LABEL_ESCAPES)
+                    parts.append(f'{key}="{text}"')
+                out.append(f"{sample.name}{{{','.join(parts)}}} {floatToGoString(sample.value)}\n")
+            else:
+                out.append(f"{sample.name} {floatToGoString(sample.value)}\n")
+    return "".join(out)
+
+
+_TYPE_NAMES = {"counter": "counter", "gauge": "gauge", "info": "gauge"}
 
 
 def spool_path(spool_dir: Path, sentinel: str) -> Path:
@@ -37,24 +78,26 @@ def spool_path(spool_dir: Path, sentinel: str) -> Path:
 def write(
     spool_dir: Path, sentinel: str, interval: float, families: Callable[[], Iterable[Metric]]
 ) -> Path:
-    """Write `<spool>/<sentinel>.prom` atomically (temp file + rename)."""
-
-    def produce() -> Iterable[Metric]:
-        yield from families()
-        declared = GaugeMetricFamily(
-            INTERVAL_METRIC,
-            "The interval a sentinel promises to rewrite its spool file within.",
-            labels=["sentinel"],
-        )
-        declared.add_metric([sentinel], interval)
-        yield declared
-
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Families(produce))  # type: ignore[arg-type]
+    """Write `<spool>/<sentinel>.prom` atomically: a temp file in the same folder, renamed
+    over the old one, so a reader never sees half a file."""
+    declared = GaugeMetricFamily(
+        INTERVAL_METRIC,
+        "The interval a sentinel promises to rewrite its spool file within.",
+        labels=["sentinel"],
+    )
+    declared.add_metric([sentinel], interval)
+    text = render([*families(), declared])
     spool_dir.mkdir(parents=True, exist_ok=True)
     path = spool_path(spool_dir, sentinel)
-    write_to_textfile(str(path), registry)
-    os.chmod(path, 0o644)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    finally:
+        if temporary.exists():
+            temporary.unlink()
     return path
 
 

@@ -189,3 +189,32 @@ def test_exporter_command_binds_loopback_by_default(tmp_path: Path, processes: l
         if conn.status == psutil.CONN_LISTEN
     ]
     assert [(addr.ip, addr.port) for addr in bound] == [("127.0.0.1", port)]
+
+
+def test_render_is_byte_identical_to_prometheus_client() -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.metrics_core import InfoMetricFamily, SummaryMetricFamily
+
+    counter = CounterMetricFamily("agentwatch_c", "help with \\ and\nnewline", labels=["b", "a"])
+    counter.add_metric(['quote " back \\ nl \n', "ünïcödé ✓"], 3)
+    counter.add_metric(["", "x"], 1e21)
+    gauge = GaugeMetricFamily("agentwatch_g", "gauge help")
+    gauge.add_metric([], float("nan"))
+    odd = GaugeMetricFamily("agentwatch_h", "values", labels=["k"])
+    for index, value in enumerate([float("inf"), float("-inf"), 0.1 + 0.2, -0.0, 12345678901]):
+        odd.add_metric([str(index)], value)
+    info = InfoMetricFamily("agentwatch_build", "info help")
+    info.add_metric([], {"version": "1.2.3"})
+    summary = SummaryMetricFamily(
+        "agentwatch_s", "falls back to the library", count_value=2, sum_value=3.5
+    )
+    empty = CounterMetricFamily("agentwatch_none", "no samples yet", labels=["x"])
+    families = [counter, gauge, odd, info, summary, empty]
+
+    class Fixed:
+        def collect(self):
+            return families
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Fixed())  # type: ignore[arg-type]
+    assert spool.render(families) == generate_latest(registry).decode()

@@ -159,10 +159,14 @@ class Ledger:
         return tracked is not None and position is not None and tracked.size > position.offset
 
     def unread_bytes(self) -> int:
+        pending, committed = self._pending.positions, self.positions
         total = 0
         for key, tracked in self.files.items():
-            position = self._position(key)
-            total += max(0, tracked.size - (position.offset if position else 0))
+            position = pending.get(key) or committed.get(key)
+            if position is None:
+                total += tracked.size
+            elif tracked.size > position.offset:
+                total += tracked.size - position.offset
         return total
 
     # ---- reading

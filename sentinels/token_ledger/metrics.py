@@ -52,9 +52,12 @@ def families(ledger: Ledger, database_bytes: int) -> Iterator[Metric]:
     for (name, labels), value in ledger.counters.items():
         if name in grouped:
             grouped[name].append((labels, value))
-    projects = {labels[0] for labels, _ in grouped["agentwatch_api_responses"]}
+    ledger.expire_sessions()
+    # Pre-initialise the error kinds of projects active now, so that a first error shows as
+    # an increase; older projects keep only the kinds they ever had (bounded cardinality).
+    projects = {row[0] for row in ledger.sessions.values()}
     present_errors = {labels for labels, _ in grouped["agentwatch_api_errors"]}
-    for project in sorted(projects):  # pre-initialise so the first error is an increase
+    for project in sorted(projects):
         for kind in ERROR_KINDS:
             if (project, kind) not in present_errors:
                 grouped["agentwatch_api_errors"].append(((project, kind), 0.0))
@@ -105,7 +108,6 @@ def families(ledger: Ledger, database_bytes: int) -> Iterator[Metric]:
 
 
 def _session_families(ledger: Ledger) -> Iterator[Metric]:
-    ledger.expire_sessions()
     tokens = CounterMetricFamily(
         "agentwatch_session_tokens",
         "Tokens per recently active session (series expire after session_ttl).",
