@@ -135,7 +135,7 @@ def _cmd_exporter(args: argparse.Namespace, cfg: config.Config) -> int:
         return 2
     log.info("serving %s on http://%s/metrics", spool_dir, listen)
     try:
-        server.serve_forever()
+        server.serve_forever(poll_interval=3600)  # woken by requests and signals, not a timer
     except KeyboardInterrupt:
         pass
     finally:

@@ -84,3 +84,48 @@ def test_sigkill_during_backfill_never_double_counts(tmp_path: Path) -> None:
     assert kills >= 8, "the backfill finished too fast to be interrupted: enlarge the corpus"
     run_ledger_once(crash)
     assert _counters(crash["spool"]) == expected
+
+
+def test_large_backfill_shows_progress_and_partial_totals(tmp_path: Path) -> None:
+    """A person sees progress lines; Prometheus sees totals before the backfill is done."""
+    claude = tmp_path / "claude"
+    _corpus(claude)
+    config = tmp_path / "config.yaml"
+    config.write_text("sentinels:\n  token-ledger: {progress_interval: 0.2}\n")
+    spool = tmp_path / "spool"
+    env = dict(os.environ, CLAUDE_CONFIG_DIR=str(claude))
+    process = subprocess.Popen(
+        [
+            *CLI,
+            "--config",
+            str(config),
+            "sentinel",
+            "token-ledger",
+            "--spool-dir",
+            str(spool),
+            "--state-dir",
+            str(tmp_path / "state"),
+        ],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    partial_seen = False
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            path = spool / "token-ledger.prom"
+            if path.exists():
+                found = samples(path.read_text())
+                unread = found.get(("agentwatch_ledger_unread_bytes", ()), 0)
+                if unread > 0 and any(k[0] == "agentwatch_tokens_total" for k in found):
+                    partial_seen = True
+                if unread == 0:
+                    break
+            time.sleep(0.01)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=30)
+    assert partial_seen, "no partial totals were published during the backfill"
+    assert "backfill:" in stderr and "MB/s" in stderr and "files" in stderr
+    assert "left" in stderr or "done" in stderr

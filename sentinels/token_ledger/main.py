@@ -182,7 +182,7 @@ def _backfill(ledger: Ledger, runner: Runner, workers: int, progress_every: floa
     """Read everything not yet read, publishing partial totals as it goes."""
     ledger.scan()
     progress = _Progress(ledger, progress_every)
-    last_publish = time.monotonic()
+    last_publish = 0.0  # publish after the first chunk: partial totals are there at once
     for _ in ledger.read_all(workers):
         progress.tick()
         if runner.stopping:
