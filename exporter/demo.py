@@ -51,8 +51,8 @@ def _timestamp() -> str:
     )
 
 
-def assistant_line(session: DemoSession, cwd: str, rng: random.Random) -> dict:
-    tokens = session.tokens_per_turn
+def _line(session: DemoSession, cwd: str, message: dict, **extra: object) -> dict:
+    """The fields every transcript line of a session carries."""
     return {
         "parentUuid": str(uuid.uuid4()),
         "isSidechain": False,
@@ -61,7 +61,20 @@ def assistant_line(session: DemoSession, cwd: str, rng: random.Random) -> dict:
         "sessionId": session.session_id,
         "version": "2.0.14",
         "gitBranch": "main",
-        "message": {
+        "message": message,
+        **extra,
+        "type": "assistant",
+        "uuid": str(uuid.uuid4()),
+        "timestamp": _timestamp(),
+    }
+
+
+def assistant_line(session: DemoSession, cwd: str, rng: random.Random) -> dict:
+    tokens = session.tokens_per_turn
+    return _line(
+        session,
+        cwd,
+        {
             "id": f"msg_demo_{uuid.uuid4().hex[:20]}",
             "type": "message",
             "role": "assistant",
@@ -76,22 +89,15 @@ def assistant_line(session: DemoSession, cwd: str, rng: random.Random) -> dict:
                 "service_tier": "standard",
             },
         },
-        "requestId": f"req_demo_{uuid.uuid4().hex[:20]}",
-        "type": "assistant",
-        "uuid": str(uuid.uuid4()),
-        "timestamp": _timestamp(),
-    }
+        requestId=f"req_demo_{uuid.uuid4().hex[:20]}",
+    )
 
 
 def api_error_line(session: DemoSession, cwd: str) -> dict:
-    return {
-        "parentUuid": str(uuid.uuid4()),
-        "isSidechain": False,
-        "userType": "external",
-        "cwd": cwd,
-        "sessionId": session.session_id,
-        "version": "2.0.14",
-        "message": {
+    return _line(
+        session,
+        cwd,
+        {
             "id": str(uuid.uuid4()),
             "type": "message",
             "role": "assistant",
@@ -105,11 +111,8 @@ def api_error_line(session: DemoSession, cwd: str) -> dict:
             ],
             "usage": {"input_tokens": 0, "output_tokens": 0},
         },
-        "isApiErrorMessage": True,
-        "type": "assistant",
-        "uuid": str(uuid.uuid4()),
-        "timestamp": _timestamp(),
-    }
+        isApiErrorMessage=True,
+    )
 
 
 def transcript_path(claude_dir: Path, session: DemoSession) -> tuple[Path, str]:

@@ -7,6 +7,8 @@ from itertools import count
 from pathlib import Path
 from typing import Any
 
+from tests.conformance import corpus
+
 _ids = count(1)
 
 
@@ -19,45 +21,26 @@ def assistant(
     cache_read: int = 0,
     cache_creation: int = 0,
     model: str = "claude-sonnet-4-5-20250929",
-    cwd: str = "/home/alice/proj",
+    cwd: str | None = "/home/alice/proj",
     timestamp: str = "2026-11-28T10:00:05.000Z",
     sidechain: bool = False,
     **top: Any,
 ) -> dict[str, Any]:
-    """One assistant line with usage, in Claude Code's shape."""
-    number = next(_ids)
-    msg_id = msg_id or f"msg_{number:06d}"
-    record: dict[str, Any] = {
-        "parentUuid": f"u-{number}",
-        "isSidechain": sidechain,
-        "userType": "external",
-        "cwd": cwd,
-        "sessionId": "6f1c",
-        "version": "2.0.14",
-        "gitBranch": "main",
-        "message": {
-            "id": msg_id,
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": [{"type": "text", "text": "hi"}],
-            "stop_reason": None,
-            "usage": {
-                "input_tokens": input_tokens,
-                "cache_creation_input_tokens": cache_creation,
-                "cache_read_input_tokens": cache_read,
-                "output_tokens": output_tokens,
-                "service_tier": "standard",
-            },
-        },
-        "type": "assistant",
-        "uuid": f"a-{number}",
-        "timestamp": timestamp,
-    }
-    if request_id == "auto":
-        record["requestId"] = f"req_{msg_id}"
-    elif request_id is not None:
-        record["requestId"] = request_id
+    """One assistant line (the conformance suite's builder), with a fresh message id unless
+    one is given, a requestId derived from it, and any top-level field overridden."""
+    msg_id = msg_id or f"msg_{next(_ids):06d}"
+    record = corpus.assistant(
+        msg_id,
+        f"req_{msg_id}" if request_id == "auto" else request_id,
+        model=model,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_creation=cache_creation,
+        cache_read=cache_read,
+        timestamp=timestamp,
+        sidechain=sidechain,
+        cwd=cwd,  # type: ignore[arg-type]
+    )
     record.update(top)
     return record
 
