@@ -21,6 +21,14 @@ SENTINELS: dict[str, tuple[str, str]] = {
         "agentwatch.sentinels.token_ledger.main",
         "tokens, cost and API errors from Claude Code transcripts",
     ),
+    "resources": (
+        "agentwatch.sentinels.resources.main",
+        "CPU, memory and processes of each agent session's whole process tree",
+    ),
+    "footprint": (
+        "agentwatch.sentinels.footprint.main",
+        "host-wide count and memory of agent-related processes by kind",
+    ),
 }
 
 

@@ -83,6 +83,16 @@ def _path_list(value: Any) -> list[Path] | None:
     return [Path(os.path.expanduser(item.strip())) for item in items]
 
 
+def _string_list(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+        raise ValueError("expected a list of non-empty strings")
+    return list(value)
+
+
+def _optional_string(value: Any) -> str | None:
+    return None if value is None else _string(value)
+
+
 def _listen_address(value: Any) -> str:
     text = _string(value)
     host, sep, port = text.rpartition(":")
@@ -212,6 +222,23 @@ SCHEMA: dict[str, Any] = {
             progress_interval=Key(5.0, _duration, "seconds between backfill progress lines"),
             workers=Key(0, _workers, "processes parsing a large backfill (0: up to 2 cores)"),
         ),
+        "resources": _sentinel_keys(
+            15.0,
+            agent_names=Key(
+                ["claude", "codex", "gemini", "aider", "opencode", "cursor-agent", "amp"],
+                _string_list,
+                "executable names of agent CLIs; each such process roots a session tree",
+            ),
+            orchestrator_pidfile=Key(None, _optional_path, "pid file of the orchestrator"),
+            orchestrator_name=Key(None, _optional_string, "process name of the orchestrator"),
+            tmux_sockets=Key([], _string_list, "tmux sockets besides the default one"),
+        ),
+        "footprint": _sentinel_keys(
+            60.0,
+            signatures_file=Key(
+                None, _optional_path, "a JSON signature list replacing the shipped one"
+            ),
+        ),
     },
 }
 
@@ -280,7 +307,11 @@ def defaults_as_yaml() -> str:
         for name, spec in schema.items():
             if isinstance(spec, Key):
                 default = spec.default
-                shown = "null" if default is None else yaml.safe_dump(default).strip()
+                shown = (
+                    "null"
+                    if default is None
+                    else yaml.safe_dump(default, default_flow_style=True, width=1000).strip()
+                )
                 if shown.endswith("..."):
                     shown = shown[:-3].strip()
                 lines.append(f"{pad}# {name}: {shown}    # {spec.meaning}")

@@ -33,24 +33,17 @@ def test_unknown_sentinel_is_refused() -> None:
     assert result.returncode == 2 and "invalid choice" in result.stderr
 
 
-def test_status_reads_the_spool(workdirs: dict[str, Path]) -> None:
-    down = run_cli("status", "--spool-dir", str(workdirs["spool"]))
+def test_status_reads_the_spool(workdirs: dict[str, Path], tmp_path: Path) -> None:
+    config = tmp_path / "only-ledger.yaml"  # the other sentinels are not expected here
+    config.write_text("sentinels:\n  resources: {enabled: false}\n  footprint: {enabled: false}\n")
+    spool = ["--spool-dir", str(workdirs["spool"])]
+    down = run_cli("--config", str(config), "status", *spool)
     assert down.returncode == 1 and "token-ledger" in down.stdout and "missing" in down.stdout
     env = {"CLAUDE_CONFIG_DIR": str(workdirs["claude"])}
-    assert (
-        run_cli(
-            "sentinel",
-            "token-ledger",
-            "--once",
-            "--spool-dir",
-            str(workdirs["spool"]),
-            "--state-dir",
-            str(workdirs["state"]),
-            env=env,
-        ).returncode
-        == 0
-    )
-    up = run_cli("status", "--spool-dir", str(workdirs["spool"]), "--json")
+    ran = run_cli("sentinel", "token-ledger", "--once", *spool,
+                  "--state-dir", str(workdirs["state"]), env=env)  # fmt: skip
+    assert ran.returncode == 0
+    up = run_cli("--config", str(config), "status", *spool, "--json")
     assert up.returncode == 0 and '"up": true' in up.stdout
 
 

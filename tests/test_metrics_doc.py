@@ -7,8 +7,9 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
 
+from agentwatch.exporter.cli import SENTINELS
 from agentwatch.exporter.server import SpoolCollector
-from tests.conftest import run_ledger_once
+from tests.conftest import run_cli, run_ledger_once
 from tests.transcripts import assistant, encode, transcript
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
@@ -25,10 +26,17 @@ def _documented() -> dict[str, tuple[str, set[str]]]:
 
 
 def _served(workdirs: dict[str, Path]) -> dict[str, tuple[str, set[str]]]:
+    """Every family the exporter serves after one cycle of every sentinel."""
     transcript(workdirs["claude"]).write_bytes(encode(assistant()))
     run_ledger_once(workdirs)
+    for name in SENTINELS:
+        if name != "token-ledger":
+            ran = run_cli("sentinel", name, "--once", "--spool-dir", str(workdirs["spool"]),
+                          "--state-dir", str(workdirs["state"]))  # fmt: skip
+            assert ran.returncode == 0, ran.stderr
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SpoolCollector(workdirs["spool"], expected=["token-ledger"]))  # type: ignore[arg-type]
+    collector = SpoolCollector(workdirs["spool"], expected=list(SENTINELS))
+    registry.register(collector)  # type: ignore[arg-type]
     text = generate_latest(registry).decode()
     served: dict[str, tuple[str, set[str]]] = {}
     for name, kind in re.findall(r"^# TYPE (\S+) (\S+)$", text, re.M):

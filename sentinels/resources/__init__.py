@@ -1,0 +1,1 @@
+"""`agentwatch sentinel resources`: CPU, memory and process count of each agent session's tree."""

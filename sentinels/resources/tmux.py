@@ -1,0 +1,79 @@
+"""Which tmux pane each process runs in: `tmux list-panes -a` on each server we know of."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+from dataclasses import dataclass
+
+from agentwatch.exporter.log import FailureGate
+
+log = logging.getLogger("agentwatch.resources")
+
+# session_name last: it is the one field that may contain a tab.
+FORMAT = "#{pane_pid}\t#{window_index}\t#{pane_id}\t#{session_name}"
+# A server that is not running (no socket, or a stale one) just has no panes.
+NOT_RUNNING = ("no server running", "error connecting to", "no sessions")
+
+
+@dataclass(frozen=True)
+class Pane:
+    session: str
+    window: str
+    pane: str
+
+
+class Tmux:
+    """Lists panes on the default server and each configured socket; failures are gated."""
+
+    def __init__(self, sockets: list[str], timeout: float = 2.0, binary: str = "tmux"):
+        self.servers: list[str | None] = [None, *sockets]
+        self.timeout = timeout
+        self.binary = binary
+        self.gates = {
+            server: FailureGate(log, f"tmux list-panes ({server or 'default server'})")
+            for server in self.servers
+        }
+        self.missing_logged = False
+        self.failing = 0  # servers whose last query failed (not: servers that are not running)
+
+    def panes(self) -> dict[int, Pane]:
+        """pane_pid -> pane, over all servers."""
+        found: dict[int, Pane] = {}
+        self.failing = 0
+        for server in self.servers:
+            try:
+                found.update(self._list(server))
+                self.gates[server].succeeded()
+            except FileNotFoundError:
+                if not self.missing_logged:
+                    log.info("%s not found: sessions are not attributed to tmux panes", self.binary)
+                    self.missing_logged = True
+                return found
+            except (OSError, subprocess.SubprocessError, RuntimeError) as error:
+                self.failing += 1
+                self.gates[server].failed(error)
+        return found
+
+    def _list(self, server: str | None) -> dict[int, Pane]:
+        command = [self.binary, *(["-S", server] if server else []), "list-panes", "-a"]
+        result = subprocess.run(
+            [*command, "-F", FORMAT],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=self.timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+        if result.returncode != 0:
+            message = result.stderr.strip()
+            if any(text in message for text in NOT_RUNNING):
+                return {}
+            raise RuntimeError(f"exit {result.returncode}: {message[:200]}")
+        panes: dict[int, Pane] = {}
+        for line in result.stdout.splitlines():
+            parts = line.split("\t", 3)
+            if len(parts) == 4 and parts[0].isdigit():
+                panes[int(parts[0])] = Pane(session=parts[3], window=parts[1], pane=parts[2])
+        return panes
