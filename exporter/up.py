@@ -7,6 +7,7 @@ that dies is reported and restarted; Ctrl-C stops them all cleanly.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import signal
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from agentwatch.exporter import config, paths
 from agentwatch.exporter.cli import expected_sentinels
+from agentwatch.exporter.runtime import die_with_parent
 from agentwatch.exporter.server import SpoolCollector
 from agentwatch.sentinels.token_ledger import discovery
 
@@ -42,6 +44,8 @@ class Child:
         self.process = subprocess.Popen(  # no shell: argv is a list
             self.argv, env=self.env, stdout=handle, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            # in the child before exec: no component outlives `up`, even a killed one
+            preexec_fn=functools.partial(die_with_parent, signal.SIGTERM, os.getpid()),
         )  # fmt: skip
         handle.close()
 

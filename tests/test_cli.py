@@ -90,3 +90,24 @@ def test_up_runs_the_demo_and_stops_cleanly(tmp_path: Path) -> None:
         if any(str(tmp_path / "state") in part for part in proc.info["cmdline"] or [])
     ]
     assert survivors == [], "children outlived `agentwatch up`"
+
+
+def test_up_children_die_with_it_even_on_sigkill(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    process = subprocess.Popen(
+        [*CLI, "up", "--state-dir", str(tmp_path / "state"), "--spool-dir",
+         str(tmp_path / "spool"), "--listen", f"127.0.0.1:{free_port()}"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    parent = psutil.Process(process.pid)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and len(parent.children()) < 3:
+        time.sleep(0.2)
+    children = parent.children()
+    assert len(children) >= 3
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=10)
+    _gone, alive = psutil.wait_procs(children, timeout=15)
+    assert alive == [], "components outlived a killed `agentwatch up`"

@@ -9,6 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import psutil
+
 from tests.conftest import CLI, run_ledger_once, samples
 from tests.transcripts import assistant, encode, transcript, user_line
 
@@ -82,6 +84,10 @@ def test_sigkill_during_backfill_never_double_counts(tmp_path: Path) -> None:
         process.wait(timeout=30)
         kills += 1
     assert kills >= 8, "the backfill finished too fast to be interrupted: enlarge the corpus"
+    # Parse workers die with a killed sentinel instead of lingering on its state.
+    survivors = [p for p in psutil.process_iter(["cmdline"])
+                 if str(crash["state"]) in " ".join(p.info["cmdline"] or [])]  # fmt: skip
+    assert psutil.wait_procs(survivors, timeout=10)[1] == []
     run_ledger_once(crash)
     assert _counters(crash["spool"]) == expected
 

@@ -264,3 +264,13 @@ def test_parallel_backfill_equals_serial(tmp_path: Path, root: Path, monkeypatch
     assert totals(serial)["output"] == 3 * sum(9 + index for index in range(50))
     serial.store.close()
     parallel.store.close()
+
+
+def test_second_ledger_on_the_same_state_is_refused(tmp_path: Path) -> None:
+    from agentwatch.sentinels.token_ledger.store import StateInUse
+
+    first = Store(tmp_path / "l.sqlite")
+    with pytest.raises(StateInUse, match="in use by another token-ledger"):
+        Store(tmp_path / "l.sqlite")
+    first.close()
+    Store(tmp_path / "l.sqlite").close()  # free again once the owner is gone

@@ -10,6 +10,7 @@ Counters only ever grow: a better copy of an already counted response adds the d
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -205,11 +206,11 @@ class Ledger:
                     break
 
     def _read_parallel(self, keys: list[str], workers: int) -> Iterator[int]:
-        context = get_context("forkserver")
+        context = get_context("fork")  # the caller has no threads yet (see main.run)
         pricing_file, overrides = self.pricing_source
         with ProcessPoolExecutor(
             workers, mp_context=context, initializer=init_worker,
-            initargs=(pricing_file, overrides),
+            initargs=(pricing_file, overrides, os.getpid()),
         ) as pool:  # fmt: skip
             todo = list(keys)
             running: deque = deque()

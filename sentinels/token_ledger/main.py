@@ -28,7 +28,7 @@ from agentwatch.sentinels.token_ledger import discovery
 from agentwatch.sentinels.token_ledger.ledger import Ledger
 from agentwatch.sentinels.token_ledger.metrics import families
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
-from agentwatch.sentinels.token_ledger.store import Store
+from agentwatch.sentinels.token_ledger.store import StateInUse, Store
 
 NAME = "token-ledger"
 log = logging.getLogger("agentwatch.token-ledger")
@@ -156,20 +156,26 @@ def build(config: Config, state_dir: Path) -> Ledger:
 
 def run(config: Config, spool_dir: Path, state_dir: Path, once: bool) -> int:
     settings = config.sentinel(NAME)
-    ledger = build(config, state_dir)
+    try:
+        ledger = build(config, state_dir)
+    except StateInUse as err:
+        log.error("%s", err)
+        return 2
     log.info("reading transcripts under %s", ", ".join(str(root) for root in ledger.roots))
     runner = Runner(
         NAME, settings["interval"], spool_dir, lambda: families(ledger, ledger.store.size_bytes())
     )
     runner.stop_on_signals()
     handler = _Events(runner)
-    watch = None if once else _Watch(ledger.roots, handler)
+    watch = None
     workers = settings["workers"] or min(2, os.cpu_count() or 1)
     try:
-        if watch is not None:
-            watch.refresh()  # watch before scanning, so nothing written meanwhile is missed
+        # No threads yet, so parse workers can be forked safely. Whatever is written during
+        # the backfill is found by the scan that starts the live phase.
         _backfill(ledger, runner, workers, settings["progress_interval"])
         if not once:
+            watch = _Watch(ledger.roots, handler)
+            watch.refresh()
             _follow(ledger, runner, handler, watch)
     finally:
         if watch is not None:
@@ -210,7 +216,8 @@ def _drain(ledger: Ledger, keys: list[str], runner: Runner) -> bool:
 
 def _follow(ledger: Ledger, runner: Runner, handler: _Events, watch: _Watch | None) -> None:
     """The live phase: wake on events, reconcile on the timer, publish promptly."""
-    last_scan = last_publish = time.monotonic()
+    last_scan = 0.0  # scan at once: files may have grown while the watch was not yet on
+    last_publish = time.monotonic()
     unpublished = False
     while not runner.stopping:
         keys = [path for path in handler.take() if ledger.track(Path(path)) is not None]

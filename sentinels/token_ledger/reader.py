@@ -7,8 +7,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import signal
 from dataclasses import dataclass, field
 
+from agentwatch.exporter.runtime import die_with_parent
 from agentwatch.sentinels.token_ledger import records
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.tailer import Position, read_lines, refresh_head, same_file
@@ -190,9 +192,13 @@ def _best_copies(entries: list[UsageEntry], copies: dict[str, int]) -> list[Usag
 _worker_reader: ChunkReader | None = None
 
 
-def init_worker(pricing_file: object, overrides: dict[str, dict[str, float]]) -> None:
-    """Runs once in each worker: build the price book there (it is not picklable)."""
+def init_worker(pricing_file: object, overrides: dict[str, dict[str, float]], parent: int) -> None:
+    """Runs once in each worker: die with the sentinel (a killed sentinel must not leave
+    workers holding its files), and build the price book here (it is not picklable)."""
     global _worker_reader
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the sentinel's graceful handlers
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the sentinel, which stops us
+    die_with_parent(signal.SIGKILL, parent)
     _worker_reader = ChunkReader(PriceBook.load(pricing_file, overrides))  # type: ignore[arg-type]
 
 

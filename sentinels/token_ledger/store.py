@@ -8,7 +8,9 @@ nothing is counted twice and nothing is lost (the dropped step is simply read ag
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
+import os
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -74,12 +76,26 @@ class ResponseRow:
 CounterKey = tuple[str, tuple[str, ...]]  # (metric name, label values in declared order)
 
 
+class StateInUse(RuntimeError):
+    """Another ledger process owns this state folder."""
+
+
 class Store:
     """Thin, batch-oriented access to the ledger database."""
 
     def __init__(self, path: Path):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
+        # One writer per database: a second sentinel on the same state would count twice.
+        self._lock = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock)
+            raise StateInUse(
+                f"{path} is in use by another token-ledger process; stop it or use another "
+                "--state-dir"
+            ) from None
         self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
@@ -97,7 +113,11 @@ class Store:
         self.rollback()
 
     def close(self) -> None:
+        if self._lock < 0:
+            return
         self.db.close()
+        os.close(self._lock)  # releases the lock
+        self._lock = -1
 
     # ---- reading
     def positions(self) -> dict[str, Position]:
