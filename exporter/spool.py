@@ -35,24 +35,13 @@ class _Families:
         return self._families
 
 
-# Most series keep their value from one write to the next: their rendered lines are reused.
-_rendered: dict[tuple, str] = {}
-_RENDERED_MAX = 50_000
-
-
-def _sample_line(name: str, labels: dict[str, str], value: float) -> str:
-    if not labels:
-        return f"{name} {floatToGoString(value)}\n"
-    parts = [f'{key}="{labels[key].translate(_LABEL_ESCAPES)}"' for key in sorted(labels)]
-    return f"{name}{{{','.join(parts)}}} {floatToGoString(value)}\n"
-
-
 def render(families: Iterable[Metric]) -> str:
     """The text exposition of families, byte for byte what prometheus_client's
     generate_latest gives, but several times faster for plain counters and gauges: a
     sentinel rewrites its file for every change, so this is on the hot path. Any other
     family type goes through prometheus_client itself."""
     out: list[str] = []
+    escaped: dict[str, str] = {}
     for family in families:
         suffix = _SIMPLE_TYPES.get(family.type)
         if suffix is None:
@@ -65,14 +54,17 @@ def render(families: Iterable[Metric]) -> str:
         out.append(f"# HELP {name} {documentation}\n# TYPE {name} {_TYPE_NAMES[family.type]}\n")
         for sample in family.samples:
             labels = sample.labels
-            key = (sample.name, *labels.items(), sample.value)
-            line = _rendered.get(key)
-            if line is None:
-                line = _sample_line(sample.name, labels, sample.value)
-                if len(_rendered) >= _RENDERED_MAX:
-                    _rendered.clear()
-                _rendered[key] = line
-            out.append(line)
+            if labels:
+                parts = []
+                for key in sorted(labels):
+                    value = labels[key]
+                    text = escaped.get(value)
+                    if text is None:
+                        text = escaped[value] = value.translate(_LABEL_ESCAPES)
+                    parts.append(f'{key}="{text}"')
+                out.append(f"{sample.name}{{{','.join(parts)}}} {floatToGoString(sample.value)}\n")
+            else:
+                out.append(f"{sample.name} {floatToGoString(sample.value)}\n")
     return "".join(out)
 
 
