@@ -118,8 +118,7 @@ def test_short_lived_children_count_once(trees: list, bindir: Path, tmp_path: Pa
 
 
 def test_tmux_attribution_on_a_private_server(trees: list, bindir: Path) -> None:
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux not installed")
+    assert shutil.which("tmux"), "tmux is required (Debian package tmux); scripts/setup installs it"
     folder = Path(tempfile.mkdtemp(prefix="aw-tmux-"))  # a short path: sockets are <108 bytes
     sock = str(folder / "sock")
     env = {k: v for k, v in os.environ.items() if k != "TMUX"}
