@@ -209,6 +209,9 @@ SCHEMA: dict[str, Any] = {
     "sentinels": {
         "token-ledger": _sentinel_keys(
             60.0,
+            reconcile_interval=Key(
+                300.0, _duration, "full rescan for changes inotify missed (events are instant)"
+            ),
             claude_config_dir=Key(
                 None,
                 _path_list,

@@ -32,6 +32,7 @@ from agentwatch.sentinels.token_ledger.store import StateInUse, Store
 
 NAME = "token-ledger"
 log = logging.getLogger("agentwatch.token-ledger")
+IDLE_POLL = 30.0
 PUBLISH_GAP = 0.5  # at most two spool writes a second while lines stream in
 BACKFILL_PUBLISH_EVERY = 1.0
 
@@ -77,7 +78,9 @@ class _Watch:
     def __init__(self, roots: list[Path], handler: _Events):
         self.roots = roots
         self.handler = handler
-        self.observer = Observer()
+        # Events wake the observer at once; the timeout only paces its idle polling (the
+        # default 1 s would wake two threads every second for nothing).
+        self.observer = Observer(timeout=IDLE_POLL)
         self.watched: set[Path] = set()
         self.observer.start()
 
@@ -95,7 +98,7 @@ class _Watch:
 
     def stop(self) -> None:
         self.observer.stop()
-        self.observer.join(timeout=5)
+        self.observer.join(timeout=1)  # daemon threads: no need to wait out their poll
 
 
 class _Progress:
@@ -176,7 +179,7 @@ def run(config: Config, spool_dir: Path, state_dir: Path, once: bool) -> int:
         if not once:
             watch = _Watch(ledger.roots, handler)
             watch.refresh()
-            _follow(ledger, runner, handler, watch)
+            _follow(ledger, runner, handler, watch, settings["reconcile_interval"])
     finally:
         if watch is not None:
             watch.stop()
@@ -214,8 +217,11 @@ def _drain(ledger: Ledger, keys: list[str], runner: Runner) -> bool:
     return changed
 
 
-def _follow(ledger: Ledger, runner: Runner, handler: _Events, watch: _Watch | None) -> None:
-    """The live phase: wake on events, reconcile on the timer, publish promptly."""
+def _follow(
+    ledger: Ledger, runner: Runner, handler: _Events, watch: _Watch, reconcile_every: float
+) -> None:
+    """The live phase: wake on events, publish promptly, write a heartbeat every interval,
+    and reconcile with a full scan (which catches whatever the events missed) less often."""
     last_scan = 0.0  # scan at once: files may have grown while the watch was not yet on
     last_publish = time.monotonic()
     unpublished = False
@@ -223,17 +229,17 @@ def _follow(ledger: Ledger, runner: Runner, handler: _Events, watch: _Watch | No
         keys = [path for path in handler.take() if ledger.track(Path(path)) is not None]
         unpublished = _drain(ledger, keys, runner) or unpublished
         now = time.monotonic()
-        if now - last_scan >= runner.interval:
+        if now - last_scan >= reconcile_every:
             ledger.scan()
-            if watch is not None:
-                watch.refresh()
+            watch.refresh()
             unpublished = _drain(ledger, ledger.pending(), runner) or unpublished
             last_scan = now
-            unpublished = True  # also a heartbeat: the exporter judges staleness by it
+        if now - last_publish >= runner.interval:
+            unpublished = True  # a heartbeat: the exporter judges staleness by it
         if unpublished and now - last_publish >= PUBLISH_GAP:
             runner.publish()
             last_publish, unpublished = now, False
-        timeout = runner.interval - (now - last_scan)
+        timeout = min(runner.interval - (now - last_publish), reconcile_every - (now - last_scan))
         if unpublished:
             timeout = min(timeout, PUBLISH_GAP - (now - last_publish))
         runner.wait(max(timeout, 0.0))
