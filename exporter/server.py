@@ -150,12 +150,11 @@ class SpoolCollector:
         families, health = self.snapshot()
         yield from families
         yield from self_metrics(health)
-        duration = GaugeMetricFamily(
+        yield GaugeMetricFamily(
             "agentwatch_exporter_merge_duration_seconds",
             "Time the exporter took to read and merge the spool for this scrape.",
+            value=time.perf_counter() - started,
         )
-        duration.add_metric([], time.perf_counter() - started)
-        yield duration
 
 
 def self_metrics(health: list[SentinelHealth]) -> Iterable[Metric]:

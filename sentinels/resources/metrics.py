@@ -66,14 +66,14 @@ def families(
         running.add_metric([], float(sample.orchestrator_running))
     yield running
 
-    scanned = GaugeMetricFamily(G + "processes_scanned", "Processes read in the last scan.")
-    scanned.add_metric([], sample.scanned)
-    yield scanned
-    duration = GaugeMetricFamily(
-        G + "scan_duration_seconds", "Wall time of the last process-table scan."
+    yield GaugeMetricFamily(
+        G + "processes_scanned", "Processes read in the last scan.", value=sample.scanned
     )
-    duration.add_metric([], sample.duration)
-    yield duration
+    yield GaugeMetricFamily(
+        G + "scan_duration_seconds",
+        "Wall time of the last process-table scan.",
+        value=sample.duration,
+    )
     failed = CounterMetricFamily(
         G + "scan_errors",
         "Processes skipped while scanning: vanished (exited mid-scan), denied, malformed.",
@@ -82,14 +82,14 @@ def families(
     for reason, value in sorted(errors.items()):
         failed.add_metric([reason], value)
     yield failed
-    panes = GaugeMetricFamily(G + "tmux_panes", "tmux panes found in the last query.")
-    panes.add_metric([], sample.tmux_panes)
-    yield panes
-    failing = GaugeMetricFamily(
-        G + "tmux_failing", "tmux servers whose last query failed (not: servers not running)."
+    yield GaugeMetricFamily(
+        G + "tmux_panes", "tmux panes found in the last query.", value=sample.tmux_panes
     )
-    failing.add_metric([], sample.tmux_failing)
-    yield failing
+    yield GaugeMetricFamily(
+        G + "tmux_failing",
+        "tmux servers whose last query failed (not: servers not running).",
+        value=sample.tmux_failing,
+    )
 
 
 def _groups(groups: dict[str, Usage]) -> Iterator[Metric]:

@@ -49,7 +49,7 @@ class _Events(FileSystemEventHandler):
     "closed_no_write" events, which must never wake us (that would be a busy loop).
     """
 
-    WANTED = frozenset({"modified", "created", "moved"})
+    WANTED = frozenset(kind.event_type for kind in WATCHED_EVENTS)
 
     def __init__(self, runner: Runner):
         self.runner = runner

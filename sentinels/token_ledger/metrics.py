@@ -102,9 +102,7 @@ def families(ledger: Ledger, database_bytes: int) -> Iterator[Metric]:
         ("agentwatch_ledger_roots", "Transcript roots that exist.",
          sum(1 for root in ledger.roots if root.is_dir())),
     ):  # fmt: skip
-        gauge = GaugeMetricFamily(name, documentation)
-        gauge.add_metric([], value)
-        yield gauge
+        yield GaugeMetricFamily(name, documentation, value=value)
 
 
 def _session_families(ledger: Ledger) -> Iterator[Metric]:
