@@ -25,7 +25,7 @@ class Runner:
         name: str,
         interval: float,
         spool_dir: Path,
-        families: Callable[[], Iterable[Metric]],
+        families: Callable[[], Iterable[Metric | str]],
     ):
         self.name = name
         self.interval = interval

@@ -12,7 +12,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -27,7 +27,12 @@ from agentwatch.exporter.spool import SpoolFile, SpoolReader
 
 log = logging.getLogger("agentwatch.exporter")
 
-SELF_PREFIXES = ("agentwatch_sentinel_last_", "agentwatch_sentinel_file_", "agentwatch_exporter_")
+SELF_PREFIXES = (
+    "agentwatch_sentinel_last_",
+    "agentwatch_sentinel_file_",
+    "agentwatch_exporter_",
+    "agentwatch_alert_threshold",
+)
 SELF_NAMES = {"agentwatch_sentinel_up", "agentwatch_sentinel_stale"}
 
 
@@ -71,8 +76,10 @@ class SpoolCollector:
         expected: Iterable[str] = (),
         stale_after_intervals: float = 3.0,
         default_interval: float = 60.0,
+        thresholds: Mapping[str, float] | None = None,
     ):
         self.reader = SpoolReader(spool_dir)
+        self.thresholds = dict(thresholds or {})
         self.expected = list(expected)
         self.stale_after_intervals = stale_after_intervals
         self.default_interval = default_interval
@@ -150,6 +157,7 @@ class SpoolCollector:
         families, health = self.snapshot()
         yield from families
         yield from self_metrics(health)
+        yield threshold_metrics(self.thresholds)
         yield GaugeMetricFamily(
             "agentwatch_exporter_merge_duration_seconds",
             "Time the exporter took to read and merge the spool for this scrape.",
@@ -187,6 +195,18 @@ def self_metrics(health: list[SentinelHealth]) -> Iterable[Metric]:
     info = InfoMetricFamily("agentwatch_exporter_build", "Version of the running exporter.")
     info.add_metric([], {"version": __version__})
     yield from (last, error, stale, up, info)
+
+
+def threshold_metrics(thresholds: Mapping[str, float]) -> Metric:
+    """The configured alert thresholds as a series the rules compare against."""
+    family = GaugeMetricFamily(
+        "agentwatch_alert_threshold",
+        "A configured alert threshold (config `thresholds.<name>`), read by the alerting rules.",
+        labels=["name"],
+    )
+    for name, value in sorted(thresholds.items()):
+        family.add_metric([name], value)
+    return family
 
 
 def _landing_page(health: list[SentinelHealth], now: float) -> bytes:

@@ -35,14 +35,31 @@ class _Families:
         return self._families
 
 
-def render(families: Iterable[Metric]) -> str:
+def sample_line(name: str, labels: dict[str, str], value: float) -> str:
+    """One sample as exposition text, exactly as prometheus_client writes it."""
+    if not labels:
+        return f"{name} {floatToGoString(value)}\n"
+    parts = [f'{key}="{labels[key].translate(_LABEL_ESCAPES)}"' for key in sorted(labels)]
+    return f"{name}{{{','.join(parts)}}} {floatToGoString(value)}\n"
+
+
+def family_header(name: str, documentation: str, kind: str) -> str:
+    """The HELP and TYPE lines of a family; `name` with its sample suffix (e.g. `_total`)."""
+    escaped = documentation.replace("\\", r"\\").replace("\n", r"\n")
+    return f"# HELP {name} {escaped}\n# TYPE {name} {kind}\n"
+
+
+def render(families: Iterable[Metric | str]) -> str:
     """The text exposition of families, byte for byte what prometheus_client's
     generate_latest gives, but several times faster for plain counters and gauges: a
-    sentinel rewrites its file for every change, so this is on the hot path. Any other
+    sentinel rewrites its file for every change, so this is on the hot path. A `str` item is
+    exposition text rendered earlier (a sentinel's cache of unchanged series). Any other
     family type goes through prometheus_client itself."""
     out: list[str] = []
-    escaped: dict[str, str] = {}
     for family in families:
+        if isinstance(family, str):
+            out.append(family)
+            continue
         suffix = _SIMPLE_TYPES.get(family.type)
         if suffix is None:
             registry = CollectorRegistry(auto_describe=False)
@@ -50,21 +67,8 @@ def render(families: Iterable[Metric]) -> str:
             out.append(generate_latest(registry).decode())
             continue
         name = family.name + suffix
-        documentation = family.documentation.replace("\\", r"\\").replace("\n", r"\n")
-        out.append(f"# HELP {name} {documentation}\n# TYPE {name} {_TYPE_NAMES[family.type]}\n")
-        for sample in family.samples:
-            labels = sample.labels
-            if labels:
-                parts = []
-                for key in sorted(labels):
-                    value = labels[key]
-                    text = escaped.get(value)
-                    if text is None:
-                        text = escaped[value] = value.translate(_LABEL_ESCAPES)
-                    parts.append(f'{key}="{text}"')
-                out.append(f"{sample.name}{{{','.join(parts)}}} {floatToGoString(sample.value)}\n")
-            else:
-                out.append(f"{sample.name} {floatToGoString(sample.value)}\n")
+        out.append(family_header(name, family.documentation, _TYPE_NAMES[family.type]))
+        out.extend(sample_line(s.name, s.labels, s.value) for s in family.samples)
     return "".join(out)
 
 
@@ -76,7 +80,10 @@ def spool_path(spool_dir: Path, sentinel: str) -> Path:
 
 
 def write(
-    spool_dir: Path, sentinel: str, interval: float, families: Callable[[], Iterable[Metric]]
+    spool_dir: Path,
+    sentinel: str,
+    interval: float,
+    families: Callable[[], Iterable[Metric | str]],
 ) -> Path:
     """Write `<spool>/<sentinel>.prom` atomically: a temp file in the same folder, renamed
     over the old one, so a reader never sees half a file."""

@@ -8,9 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client.metrics_core import CounterMetricFamily
 
+from agentwatch.exporter import spool
 from agentwatch.sentinels.token_ledger.ledger import Ledger
-from agentwatch.sentinels.token_ledger.metrics import families
+from agentwatch.sentinels.token_ledger.metrics import COUNTERS, ERROR_KINDS, CounterText, families
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.store import Store
 from tests.transcripts import append, assistant, encode, transcript, user_line
@@ -225,7 +227,7 @@ def test_api_errors_unpriced_models_and_sessions(root: Path, open_ledger) -> Non
     assert ledger.gauges["usage_limit_reset"] == 1795100000
     assert counter(ledger, "agentwatch_ledger_unpriced_tokens", "claude-future-9") == 60
     assert counter(ledger, "agentwatch_ledger_unpriced_tokens", "<synthetic>") == 0
-    text = "\n".join(str(f) for f in families(ledger, 0))
+    text = spool.render(families(ledger, 0, CounterText()))
     assert "sess-1" in text
     # Sessions expire: a ledger whose clock is a day later shows none.
     later = open_ledger(now + 30 * 86400)
@@ -274,3 +276,65 @@ def test_second_ledger_on_the_same_state_is_refused(tmp_path: Path) -> None:
         Store(tmp_path / "l.sqlite")
     first.close()
     Store(tmp_path / "l.sqlite").close()  # free again once the owner is gone
+
+
+def _fresh_counter_text(ledger: Ledger) -> str:
+    """The counter families rendered from scratch, as the cache must reproduce them."""
+    projects = {row[0] for row in ledger.sessions.values()}
+    out = []
+    for name, (documentation, label_names) in COUNTERS.items():
+        family = CounterMetricFamily(name, documentation, labels=list(label_names))
+        rows = {labels: value for (n, labels), value in ledger.counters.items() if n == name}
+        if name == "agentwatch_api_errors":
+            for project in projects:
+                for kind in ERROR_KINDS:
+                    rows.setdefault((project, kind), 0.0)
+        for labels, value in sorted(rows.items()):
+            family.add_metric(list(labels), value)
+        out.append(family)
+    return spool.render(out)
+
+
+def test_counter_text_cache_equals_a_fresh_rendering(root: Path, open_ledger) -> None:
+    """Lines arrive in several batches (new projects, new models, a first error): after each
+    one, the incrementally updated text is byte for byte a fresh rendering."""
+    ledger = open_ledger()
+    cache = CounterText()
+    batches = [
+        (transcript(root), encode(assistant(input_tokens=5))),
+        (transcript(root, slug="-home-bob-other", session="s2"), encode(assistant())),
+        (transcript(root), encode(assistant(model="claude-opus-4-5", output_tokens=7))),
+        (transcript(root, session="s3"), encode(assistant(), user_line())),
+    ]
+    for path, data in batches:
+        append(path, data)
+        ledger.catch_up()
+        text = "".join(cache.render(ledger))
+        assert text == _fresh_counter_text(ledger)
+        assert ledger.changed == set()
+    # Nothing changed: the same text, without re-rendering.
+    assert "".join(cache.render(ledger)) == text
+
+
+def test_unread_bytes_follow_scans_reads_appends_and_deletions(root: Path, open_ledger) -> None:
+    first, second = transcript(root), transcript(root, session="s2")
+    first.write_bytes(encode(assistant(), assistant()))
+    second.write_bytes(encode(assistant()))
+    ledger = open_ledger()
+    ledger.scan()
+    assert ledger.unread_bytes() == first.stat().st_size + second.stat().st_size
+    while ledger.step(str(first)):
+        pass
+    assert ledger.unread_bytes() == second.stat().st_size  # read but not yet flushed: counts
+    ledger.catch_up()
+    assert ledger.unread_bytes() == 0
+    line = encode(assistant())
+    append(first, line)
+    ledger.scan()
+    assert ledger.unread_bytes() == len(line)
+    second.unlink()
+    append(first, line)
+    ledger.scan()
+    assert ledger.unread_bytes() == 2 * len(line)
+    ledger.catch_up()
+    assert ledger.unread_bytes() == 0

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
 
+from agentwatch.exporter import config
 from agentwatch.exporter.cli import SENTINELS
 from agentwatch.exporter.server import SpoolCollector
 from tests.conftest import run_cli, run_ledger_once
@@ -35,7 +36,11 @@ def _served(workdirs: dict[str, Path]) -> dict[str, tuple[str, set[str]]]:
                           "--state-dir", str(workdirs["state"]))  # fmt: skip
             assert ran.returncode == 0, ran.stderr
     registry = CollectorRegistry(auto_describe=False)
-    collector = SpoolCollector(workdirs["spool"], expected=list(SENTINELS))
+    collector = SpoolCollector(
+        workdirs["spool"],
+        expected=list(SENTINELS),
+        thresholds=config.from_mapping({})["thresholds"],
+    )
     registry.register(collector)  # type: ignore[arg-type]
     text = generate_latest(registry).decode()
     served: dict[str, tuple[str, set[str]]] = {}

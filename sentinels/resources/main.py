@@ -12,6 +12,7 @@ from pathlib import Path
 
 from agentwatch.exporter.config import Config
 from agentwatch.exporter.runtime import Runner
+from agentwatch.sentinels.resources import host
 from agentwatch.sentinels.resources.metrics import families
 from agentwatch.sentinels.resources.sampler import Sample, Sampler
 from agentwatch.sentinels.resources.tmux import Tmux
@@ -38,7 +39,7 @@ def run(config: Config, spool_dir: Path, state_dir: Path, once: bool) -> int:
 
     def current() -> list:
         sample = latest[-1] if latest else None
-        return list(families(sample, sampler.agent_names, sampler.errors))
+        return [*families(sample, sampler.agent_names, sampler.errors), *host.families(host.read())]
 
     runner = Runner(NAME, settings["interval"], spool_dir, current)
     runner.stop_on_signals()

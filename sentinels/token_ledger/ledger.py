@@ -98,6 +98,8 @@ class Ledger:
 
     def __post_init__(self) -> None:
         self.counters = self.store.counters()
+        # Counters changed since the metrics last rendered them (all of them at first).
+        self.changed: set[CounterKey] = set(self.counters)
         self.positions = self.store.positions()
         self.gauges = self.store.gauges()
         since = self.clock() - self.session_ttl
@@ -105,6 +107,8 @@ class Ledger:
         self.reader = ChunkReader(self.prices)
         self._pending = _Pending()
         self._unreadable: dict[str, FailureGate] = {}  # logs once per failing file
+        self._unread: dict[str, int] = {}
+        self._unread_total = 0
 
     # ---- discovery
     def scan(self) -> None:
@@ -128,6 +132,7 @@ class Ledger:
                 tracked.size, tracked.mtime = stat.st_size, stat.st_mtime
                 seen[key] = tracked
         self.files = seen
+        self._recount_all()
 
     def track(self, path: Path) -> TrackedFile | None:
         """Start tracking one file named by a file-system event (if it is a transcript)."""
@@ -139,6 +144,7 @@ class Ledger:
             if transcript is not None and not discovery.behind_symlink(root, path):
                 tracked = TrackedFile(transcript)
                 self.files[key] = tracked
+                self._recount(key)
                 return tracked
         return None
 
@@ -160,15 +166,23 @@ class Ledger:
         return tracked is not None and position is not None and tracked.size > position.offset
 
     def unread_bytes(self) -> int:
-        pending, committed = self._pending.positions, self.positions
-        total = 0
-        for key, tracked in self.files.items():
-            position = pending.get(key) or committed.get(key)
-            if position is None:
-                total += tracked.size
-            elif tracked.size > position.offset:
-                total += tracked.size - position.offset
-        return total
+        """Bytes written but not read yet: kept up to date per file, because it is published
+        with every live line and summing 2,000 files each time would cost more than the line."""
+        return self._unread_total
+
+    def _recount(self, key: str) -> None:
+        tracked = self.files.get(key)
+        position = self._position(key)
+        unread = 0
+        if tracked is not None:
+            unread = max(tracked.size - (position.offset if position else 0), 0)
+        self._unread_total += unread - self._unread.get(key, 0)
+        self._unread[key] = unread
+
+    def _recount_all(self) -> None:
+        self._unread, self._unread_total = {}, 0
+        for key in self.files:
+            self._recount(key)
 
     # ---- reading
     def step(self, key: str, budget: int = STEP_BYTES) -> int:
@@ -239,6 +253,12 @@ class Ledger:
     # ---- deciding
     def apply(self, chunk: Chunk) -> None:
         """Decide one chunk's entries into the open batch (committed by flush)."""
+        try:
+            self._apply(chunk)
+        finally:
+            self._recount(chunk.key)
+
+    def _apply(self, chunk: Chunk) -> None:
         key = chunk.key
         tracked = self.files.get(key)
         if chunk.error:
@@ -400,10 +420,12 @@ class Ledger:
         except BaseException:
             store.rollback()
             self._pending = _Pending()
+            self._recount_all()
             raise
         self.positions.update(pending.positions)
         for counter, value in counters.items():
             self.counters[counter] = self.counters.get(counter, 0.0) + value
+        self.changed.update(counters)
         self.gauges.update(pending.gauges)
         self._remember_sessions(session_deltas)
         self._pending = _Pending()

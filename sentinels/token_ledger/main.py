@@ -26,7 +26,7 @@ from agentwatch.exporter.config import Config
 from agentwatch.exporter.runtime import Runner
 from agentwatch.sentinels.token_ledger import discovery
 from agentwatch.sentinels.token_ledger.ledger import Ledger
-from agentwatch.sentinels.token_ledger.metrics import families
+from agentwatch.sentinels.token_ledger.metrics import CounterText, families
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.store import StateInUse, Store
 
@@ -165,8 +165,12 @@ def run(config: Config, spool_dir: Path, state_dir: Path, once: bool) -> int:
         log.error("%s", err)
         return 2
     log.info("reading transcripts under %s", ", ".join(str(root) for root in ledger.roots))
+    counters = CounterText()
     runner = Runner(
-        NAME, settings["interval"], spool_dir, lambda: families(ledger, ledger.store.size_bytes())
+        NAME,
+        settings["interval"],
+        spool_dir,
+        lambda: families(ledger, ledger.store.size_bytes(), counters),
     )
     runner.stop_on_signals()
     handler = _Events(runner)

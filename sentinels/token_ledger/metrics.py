@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from agentwatch.exporter import spool
 from agentwatch.sentinels.token_ledger.ledger import TOKEN_TYPES, Ledger
 
 ERROR_KINDS = ("rate_limit", "overloaded", "usage_limit", "server_error", "other")
@@ -47,25 +48,64 @@ COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-def families(ledger: Ledger, database_bytes: int) -> Iterator[Metric]:
-    grouped: dict[str, list[tuple[tuple[str, ...], float]]] = {name: [] for name in COUNTERS}
-    for (name, labels), value in ledger.counters.items():
-        if name in grouped:
-            grouped[name].append((labels, value))
+class CounterText:
+    """The persisted counters as exposition text, re-rendering only the series that changed.
+
+    A live line changes a handful of the several hundred counter series, and the spool file
+    is rewritten for it: rendering every series again would cost most of the CPU a line
+    costs. The output equals rendering the families afresh (same order, same bytes).
+    """
+
+    def __init__(self) -> None:
+        self.lines: dict[str, dict[tuple[str, ...], str]] = {name: {} for name in COUNTERS}
+        self.text: dict[str, str | None] = dict.fromkeys(COUNTERS)
+        self.zero_errors: set[tuple[str, ...]] = set()
+
+    def render(self, ledger: Ledger) -> Iterator[str]:
+        changed, ledger.changed = ledger.changed, set()
+        for name, labels in changed:
+            if name in self.lines:
+                self._set(name, labels, ledger.counters[(name, labels)])
+        self._zero_errors(ledger)
+        for name, (documentation, _) in COUNTERS.items():
+            text = self.text[name]
+            if text is None:
+                lines = self.lines[name]
+                header = spool.family_header(name + "_total", documentation, "counter")
+                text = self.text[name] = header + "".join(lines[key] for key in sorted(lines))
+            yield text
+
+    def _set(self, name: str, labels: tuple[str, ...], value: float) -> None:
+        names = COUNTERS[name][1]
+        line = spool.sample_line(name + "_total", dict(zip(names, labels, strict=True)), value)
+        self.lines[name][labels] = line
+        self.text[name] = None
+
+    def _zero_errors(self, ledger: Ledger) -> None:
+        """Pre-initialise the error kinds of projects active now, so that a first error shows
+        as an increase; older projects keep only the kinds they ever had (bounded)."""
+        name = "agentwatch_api_errors"
+        projects = {row[0] for row in ledger.sessions.values()}
+        wanted = {
+            (project, kind)
+            for project in projects
+            for kind in ERROR_KINDS
+            if (name, (project, kind)) not in ledger.counters
+        }
+        if wanted == self.zero_errors:
+            return
+        for labels in self.zero_errors - wanted:
+            if (name, labels) not in ledger.counters:
+                del self.lines[name][labels]
+        for labels in wanted:
+            self._set(name, labels, 0.0)
+        self.text[name] = None
+        self.zero_errors = wanted
+
+
+def families(ledger: Ledger, database_bytes: int, counters: CounterText) -> Iterator[Metric | str]:
     ledger.expire_sessions()
-    # Pre-initialise the error kinds of projects active now, so that a first error shows as
-    # an increase; older projects keep only the kinds they ever had (bounded cardinality).
-    projects = {row[0] for row in ledger.sessions.values()}
-    present_errors = {labels for labels, _ in grouped["agentwatch_api_errors"]}
-    for project in sorted(projects):
-        for kind in ERROR_KINDS:
-            if (project, kind) not in present_errors:
-                grouped["agentwatch_api_errors"].append(((project, kind), 0.0))
-    for name, (documentation, label_names) in COUNTERS.items():
-        family = CounterMetricFamily(name, documentation, labels=list(label_names))
-        for labels, value in sorted(grouped[name]):
-            family.add_metric(list(labels), value)
-        yield family
+    yield from counters.render(ledger)
 
     last_error = GaugeMetricFamily(
         "agentwatch_api_error_last_timestamp_seconds",

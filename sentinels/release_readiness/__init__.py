@@ -1,0 +1,1 @@
+"""Release readiness: unreleased work and whether publishing is blocked, per repository."""
