@@ -29,6 +29,14 @@ SENTINELS: dict[str, tuple[str, str]] = {
         "agentwatch.sentinels.footprint.main",
         "host-wide count and memory of agent-related processes by kind",
     ),
+    "release-readiness": (
+        "agentwatch.sentinels.release_readiness.main",
+        "unreleased commits per repository and whether publishing is blocked",
+    ),
+    "idle-error": (
+        "agentwatch.sentinels.idle_error.main",
+        "the state of each agent's tmux pane: working, idle, or stalled on an error or a prompt",
+    ),
 }
 
 
@@ -93,6 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     up.add_argument("--no-demo", action="store_true", help="never start the demo workload")
     up.add_argument(
+        "--no-stack",
+        action="store_true",
+        help="no Prometheus, Alertmanager, webhook sink or controller (exporter and sentinels)",
+    )
+    up.add_argument(
         "--for",
         dest="duration",
         type=float,
@@ -109,10 +122,80 @@ def build_parser() -> argparse.ArgumentParser:
     _add_dirs(status, state=False)
     status.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
+    controller = commands.add_parser(
+        "controller",
+        help="read alerts back from Alertmanager and throttle the orchestrator",
+        description="Read GET /api/v2/alerts from every configured Alertmanager, turn the "
+        "actionable alerts' agentwatch_action labels into one decision (concurrency, pause, "
+        "breaker, stop, deferred tiers, failed tasks, nudges), push it to the orchestrator, "
+        "write it to the state file, serve it on GET /throttle and write controller.prom.",
+    )
+    controller.add_argument(
+        "--once", action="store_true", help="one read-decide-write cycle, then exit 0"
+    )
+    controller.add_argument(
+        "--alertmanager",
+        action="append",
+        metavar="URL",
+        help="Alertmanager to read, repeat for each HA peer (default: controller.alertmanagers)",
+    )
+    controller.add_argument(
+        "--state-file", type=Path, help="decision JSON (default: controller.state_file)"
+    )
+    controller.add_argument("--listen", help="HOST:PORT of /throttle (default: controller.listen)")
+    _add_dirs(controller)
+
+    ack = commands.add_parser(
+        "ack",
+        help="acknowledge an alert: silence it in Alertmanager (the controller then ignores it)",
+        description="Create a silence for ALERTNAME (POST /api/v2/silences) on the first "
+        "configured Alertmanager that answers; silences gossip to the other HA peers.",
+    )
+    ack.add_argument("alertname", metavar="ALERTNAME", help="the alert's alertname label")
+    ack.add_argument(
+        "--for", dest="duration", default="1h", help="how long, e.g. 30m, 1h, 2d (default 1h)"
+    )
+    ack.add_argument("--comment", help="why (shown in Alertmanager)")
+    ack.add_argument(
+        "--match",
+        action="append",
+        metavar="LABEL=VALUE",
+        help="silence only the alerts with this label value too (repeatable)",
+    )
+    ack.add_argument(
+        "--alertmanager",
+        action="append",
+        metavar="URL",
+        help="Alertmanager to post to, repeatable (default: controller.alertmanagers)",
+    )
+
     config_cmd = commands.add_parser("config", help="check or show the configuration")
     config_sub = config_cmd.add_subparsers(dest="config_command", metavar="ACTION", required=True)
     config_sub.add_parser("check", help="validate the config file; print each problem with its key")
     config_sub.add_parser("show", help="print every key with its default, as commented YAML")
+
+    classify_pane = commands.add_parser(
+        "classify-pane",
+        help="classify one captured pane text and print why, as JSON",
+        description="Run the idle-error classifier on one captured pane (e.g. `tmux "
+        "capture-pane -p -J -t %3 -S -45 > pane.txt`) and print one JSON object: state, "
+        "pattern, line_from_end (1 = last non-empty line), the deciding line and the "
+        "matches that were suppressed, with their reason. Uses the sentinels.idle-error "
+        "settings of the config.",
+    )
+    classify_pane.add_argument(
+        "file", nargs="?", default="-", metavar="FILE", help="captured pane text; - for stdin"
+    )
+    classify_pane.add_argument(
+        "--unchanged-for",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="treat the tail as unchanged for this long (a throttle fires once settled)",
+    )
+    classify_pane.add_argument(
+        "--now", type=float, metavar="UNIX_TIME", help="the capture's time (for reset times)"
+    )
     return parser
 
 
@@ -135,6 +218,7 @@ def _cmd_exporter(args: argparse.Namespace, cfg: config.Config) -> int:
         spool_dir,
         expected=expected_sentinels(cfg),
         stale_after_intervals=cfg["exporter"]["stale_after_intervals"],
+        thresholds=cfg["thresholds"],
     )
     try:
         server = serve(collector, listen)
@@ -170,8 +254,14 @@ def _cmd_status(args: argparse.Namespace, cfg: config.Config) -> int:
     )
     now = time.time()
     _, health = collector.snapshot(now)
+    from agentwatch.controller import report
+
+    decision_file = report.state_file_of(cfg)
+    decision = report.read_decision(decision_file)
     if args.json:
-        print(json.dumps([item.as_dict(now) for item in health], indent=2))
+        items = [item.as_dict(now) for item in health]
+        report.attach(items, decision)
+        print(json.dumps(items, indent=2))
     else:
         print(f"spool: {spool_dir}")
         for item in health:
@@ -183,7 +273,19 @@ def _cmd_status(args: argparse.Namespace, cfg: config.Config) -> int:
             )
             line = f"  {item.sentinel:<20} {state:<8} last write {age}"
             print(line + (f"  ({item.error})" if item.error else ""))
+        if decision is not None:
+            print("\n".join(report.lines(decision, decision_file, now)))
     return 0 if health and all(item.up for item in health) else 1
+
+
+def _cmd_classify_pane(args: argparse.Namespace, cfg: config.Config) -> int:
+    from agentwatch.sentinels.idle_error import explain
+    from agentwatch.sentinels.idle_error.main import settings_of
+
+    if args.unchanged_for < 0:
+        print("agentwatch classify-pane: --unchanged-for must not be negative", file=sys.stderr)
+        return 2
+    return explain.run(args.file, settings_of(cfg), args.unchanged_for, args.now)
 
 
 def _cmd_config(args: argparse.Namespace, cfg_path: Path | None) -> int:
@@ -220,6 +322,16 @@ def main(argv: list[str] | None = None) -> int:
         return _cmd_sentinel(args, cfg)
     if args.command == "status":
         return _cmd_status(args, cfg)
+    if args.command == "classify-pane":
+        return _cmd_classify_pane(args, cfg)
+    if args.command == "controller":
+        from agentwatch.controller.main import run as run_controller
+
+        return run_controller(cfg, args)
+    if args.command == "ack":
+        from agentwatch.controller.ack import run as run_ack
+
+        return run_ack(cfg, args)
     if args.command == "up":
         from agentwatch.exporter.up import run_up
 

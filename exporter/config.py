@@ -117,6 +117,12 @@ def _workers(value: Any) -> int:
     return value
 
 
+def _positive_int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError("expected a whole number greater than zero")
+    return value
+
+
 def _boolean(value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"expected true or false, got {value!r}")
@@ -152,6 +158,34 @@ def _price_table(value: Any) -> dict[str, dict[str, float]]:
             raise ValueError(f"{model}: 'input' and 'output' prices are required")
         table[str(model)] = {name: float(price) for name, price in prices.items()}
     return table
+
+
+def _non_negative_number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"expected a number, got {type(value).__name__}")
+    if value < 0:
+        raise ValueError("must not be negative")
+    return float(value)
+
+
+# Alert thresholds that are the user's to choose. The exporter serves each as
+# agentwatch_alert_threshold{name}, and the rules compare against that series, so a
+# threshold is changed here (or shortened by a test) without touching the rules.
+ALERT_THRESHOLDS: dict[str, tuple[float, str]] = {
+    "quota_5h_tokens": (0, "fresh tokens allowed per 5 hours (0: not configured, no alert)"),
+    "quota_7d_tokens": (0, "fresh tokens allowed per 7 days (0: not configured, no alert)"),
+    "burn_floor_tokens_per_hour": (10e6, "below this fresh-token rate a burn never pages"),
+    "stall_seconds": (300, "a pane stalled at its prompt longer than this alerts"),
+    "rate_limit_cooldown_seconds": (900, "the rate-limit breaker stays open this long"),
+    "footprint_processes": (220, "agent-related processes above which the footprint alerts"),
+    "session_memory_bytes": (4 * 2**30, "one session tree's memory above this is runaway"),
+    "session_cpu_cores": (2, "one session tree's sustained CPU above this is runaway"),
+    "host_load_per_cpu": (3, "5-minute load average per CPU above which spawning pauses"),
+    "host_memory_available_ratio": (0.1, "available memory share below which agents shrink"),
+    "error_ratio": (0.2, "API errors per response over 10 minutes above which agents shrink"),
+    "ledger_lag_bytes": (100 * 2**20, "unread transcript bytes that mean the ledger is behind"),
+    "ledger_database_bytes": (2 * 2**30, "ledger database size that means unbounded growth"),
+}
 
 
 @dataclass(frozen=True)
@@ -196,14 +230,271 @@ def _sentinel_keys(interval: float, **extra: Key) -> dict[str, Any]:
     }
 
 
+# --- release-readiness: the repositories list (validated entry by entry, bad key named) ---
+_RELEASE_PROBES = ("command", "required_file", "ci")
+_GIT_REF_NAME = re.compile(r"^(?!-)(?!.*\.\.)[A-Za-z0-9._/+@-]+(?<![./])$")
+_GITHUB_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+RELEASE_TEMPLATE_MARKERS = ["TODO", "TBD", "FIXME", "Lorem ipsum", "<!-- template -->"]
+
+
+def _only_keys(entry: Any, allowed: tuple[str, ...], where: str) -> Mapping[str, Any]:
+    if not isinstance(entry, Mapping):
+        raise ValueError(f"{where}: expected a mapping, got {type(entry).__name__}")
+    unknown = sorted(str(name) for name in entry if name not in allowed)
+    if unknown:
+        raise ValueError(f"{where}.{unknown[0]}: unknown key (known here: {', '.join(allowed)})")
+    return entry
+
+
+def _field(entry: Mapping[str, Any], name: str, parse: Callable[[Any], Any], where: str) -> Any:
+    try:
+        return parse(entry[name])
+    except ValueError as err:
+        raise ValueError(f"{where}.{name}: {err}") from err
+
+
+def _optional(
+    entry: Mapping[str, Any], name: str, parse: Callable[[Any], Any], where: str, default: Any
+) -> Any:
+    return default if entry.get(name) is None else _field(entry, name, parse, where)
+
+
+def _git_name(value: Any) -> str:
+    text = _string(value)
+    if not _GIT_REF_NAME.match(text):
+        raise ValueError(f"{text!r} is not a plain git branch or remote name")
+    return text
+
+
+def _absolute_path(value: Any) -> Path:
+    path = Path(os.path.expanduser(_string(value)))
+    if not path.is_absolute():
+        raise ValueError(f"{value!r} is not an absolute path (~ is allowed)")
+    return path
+
+
+def _repo_relative_file(value: Any) -> str:
+    text = _string(value).strip()
+    parts = [part for part in text.split("/") if part not in ("", ".")]
+    if not parts or text.startswith("/") or ".." in parts or any(c < " " for c in text):
+        raise ValueError(f"{value!r} is not a file path relative to the repository")
+    return "/".join(parts)
+
+
+def _argv(value: Any) -> list[str]:
+    if isinstance(value, str):
+        raise ValueError("expected a list of arguments (argv, run without a shell), not a string")
+    if not value or not isinstance(value, list):
+        raise ValueError("expected a non-empty list of arguments")
+    return _string_list(value)
+
+
+def _api_url(value: Any) -> str:
+    text = _string(value).rstrip("/")
+    local = re.match(r"^http://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(/|$)", text + "/")
+    if not (text.startswith("https://") or local):
+        raise ValueError(f"{value!r}: expected an https:// URL (the token is sent to it)")
+    return text
+
+
+def _env_name(value: Any) -> str:
+    text = _string(value)
+    if not _ENV_NAME.match(text):
+        raise ValueError(f"{text!r} is not an environment variable name")
+    return text
+
+
+def _ci_probe(value: Any, where: str) -> dict[str, Any]:
+    keys = ("github_repo", "token_env", "token_file", "api_url", "timeout")
+    entry = _only_keys(value, keys, where)
+    github_repo = _optional(entry, "github_repo", _string, where, None)
+    if github_repo is None or not _GITHUB_REPO.match(github_repo):
+        raise ValueError(f"{where}.github_repo: required, as owner/name")
+    return {
+        "github_repo": github_repo,
+        "token_env": _optional(entry, "token_env", _env_name, where, "GITHUB_TOKEN"),
+        "token_file": _optional(entry, "token_file", _absolute_path, where, None),
+        "api_url": _optional(entry, "api_url", _api_url, where, "https://api.github.com"),
+        "timeout": _optional(entry, "timeout", _duration, where, 10.0),
+    }
+
+
+def _release_probes(value: Any, where: str) -> dict[str, Any]:
+    keys = ("command", "command_timeout", "required_file", "template_markers", "ci")
+    entry = _only_keys(value or {}, keys, where)
+    markers = list(RELEASE_TEMPLATE_MARKERS)
+    return {
+        "command": _optional(entry, "command", _argv, where, None),
+        "command_timeout": _optional(entry, "command_timeout", _duration, where, 60.0),
+        "required_file": _optional(entry, "required_file", _repo_relative_file, where, None),
+        "template_markers": _optional(entry, "template_markers", _string_list, where, markers),
+        "ci": None if entry.get("ci") is None else _ci_probe(entry["ci"], f"{where}.ci"),
+    }
+
+
+def _repository(value: Any, where: str) -> dict[str, Any]:
+    keys = ("path", "name", "branch", "remote", "tag_pattern", "probes")
+    entry = _only_keys(value, keys, where)
+    path = _optional(entry, "path", _absolute_path, where, None)
+    if path is None:
+        raise ValueError(f"{where}.path: required (the repository's folder)")
+    name = _optional(entry, "name", _string, where, path.name)
+    tag_pattern = _optional(entry, "tag_pattern", _string, where, "v*")
+    for key, text in (("name", name), ("tag_pattern", tag_pattern)):
+        if not text.strip():
+            raise ValueError(f"{where}.{key}: must not be empty")
+    return {
+        "name": name,
+        "path": path,
+        "branch": _optional(entry, "branch", _git_name, where, "main"),
+        "remote": _optional(entry, "remote", _git_name, where, None),
+        "tag_pattern": tag_pattern,
+        "probes": _release_probes(entry.get("probes"), f"{where}.probes"),
+    }
+
+
+def _repositories(value: Any) -> list[dict[str, Any]]:
+    """The repositories release-readiness watches; every bad entry is reported by its index."""
+    if not isinstance(value, list):
+        raise ValueError("expected a list of repositories (mappings with at least `path`)")
+    problems: list[str] = []
+    repositories: list[dict[str, Any]] = []
+    for index, entry in enumerate(value):
+        try:
+            repository = _repository(entry, f"[{index}]")
+        except ValueError as err:
+            problems.append(str(err))
+            continue
+        if any(known["name"] == repository["name"] for known in repositories):
+            problems.append(f"[{index}].name: {repository['name']!r} is used twice; set `name`")
+        repositories.append(repository)
+    if problems:
+        raise ValueError("; ".join(problems))
+    return repositories
+
+
+def _http_urls(value: Any) -> list[str]:
+    """One http(s) URL or a non-empty list of them (the controller's Alertmanagers)."""
+    urls = _string_list([value] if isinstance(value, str) else value)
+    for index, url in enumerate(urls):
+        if not re.match(r"^https?://[^/\s]+", url):
+            raise ValueError(f"entry {index} is not an http:// or https:// URL")
+    if not urls:
+        raise ValueError("expected at least one URL")
+    return urls
+
+
+def _optional_http_url(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError("expected one http:// or https:// URL")
+    return _http_urls(value)[0]
+
+
+def _optional_argv(value: Any) -> list[str]:
+    """An argv list, or an empty list for "not configured"."""
+    return [] if value == [] else _argv(value)
+
+
+def _one_line(value: Any) -> str:
+    text = _string(value)
+    if not text.strip() or any(c < " " for c in text):
+        raise ValueError("expected one non-empty line of text")
+    return text
+
+
 SCHEMA: dict[str, Any] = {
     "state_dir": Key(None, _optional_path, "durable state (default ~/.local/state/agentwatch)"),
     "spool_dir": Key(None, _optional_path, "where sentinels write *.prom files"),
     "log_level": Key("info", _choice("debug", "info", "warning", "error"), "stderr log level"),
+    "thresholds": {
+        name: Key(default, _non_negative_number, meaning)
+        for name, (default, meaning) in ALERT_THRESHOLDS.items()
+    },
     "exporter": {
         "listen": Key("127.0.0.1:9847", _listen_address, "HOST:PORT of /metrics"),
         "stale_after_intervals": Key(
             3.0, _positive_number, "a spool file older than this many intervals is stale"
+        ),
+    },
+    "controller": {
+        "alertmanagers": Key(
+            ["http://127.0.0.1:9093"], _http_urls, "Alertmanagers to read (all peers of an HA pair)"
+        ),
+        "interval": Key(15.0, _duration, "seconds between read-decide-apply cycles"),
+        "timeout": Key(5.0, _duration, "HTTP timeout for Alertmanager and the orchestrator"),
+        "listen": Key("127.0.0.1:9848", _listen_address, "HOST:PORT of GET /throttle"),
+        "state_file": Key(
+            None, _optional_path, "decision JSON (default <state_dir>/controller.json)"
+        ),
+        "max_agents": Key(4, _positive_int, "concurrency the run may reach (the ceiling)"),
+        "min_agents": Key(1, _positive_int, "floor: shrinking never goes below this"),
+        "shrink_cooldown": Key(180.0, _duration, "a shrink alert takes one agent off per this"),
+        "grow_sustain": Key(300.0, _duration, "clear this long before each agent is added back"),
+        "breaker_cooldown": Key(900.0, _duration, "the breaker stays open at least this long"),
+        "probe_window": Key(
+            300.0, _duration, "half-open: one probe agent; closes if clear this long"
+        ),
+        "hold_for": Key(
+            300.0, _duration, "no Alertmanager answers: keep the last decision this long"
+        ),
+        "fallback": Key(
+            "floor",
+            _choice("floor", "hold", "pause", "max"),
+            "then: floor (run at min_agents, nothing else relaxes), hold, pause, max (fail open)",
+        ),
+        "budget_usd": Key(0.0, _non_negative_number, "run budget cap in USD (0: unlimited)"),
+        "run_config_file": Key(
+            None, _optional_path, "orchestrator run config with per_run_max_cost_usd (Bernstein)"
+        ),
+        "orchestrator": {
+            "kind": Key("none", _choice("none", "bernstein", "webhook", "command"), "adapter"),
+            "url": Key(None, _optional_http_url, "Bernstein task server or webhook URL"),
+            "token_env": Key(None, _env_name, "environment variable holding a bearer token"),
+            "token_file": Key(None, _optional_path, "file holding a bearer token (first line)"),
+            "command": Key(
+                [], _optional_argv, "command hook argv (no shell); decision JSON on stdin"
+            ),
+            "timeout": Key(10.0, _duration, "timeout of each push or command run"),
+        },
+        "nudge": {
+            "enabled": Key(False, _boolean, "send 'please continue' to stalled allow-listed panes"),
+            "allow_sessions": Key([], _string_list, "tmux session names that may be nudged"),
+            "message": Key("please continue", _one_line, "the text typed into the pane"),
+            "backoff": Key(600.0, _duration, "minimum time between nudges of one pane (doubles)"),
+            "verify_after": Key(120.0, _duration, "check the transcript grew this long after"),
+            "max_attempts": Key(3, _positive_int, "escalated nudges in a row before giving up"),
+            "tmux_socket": Key(
+                None, _optional_string, "tmux socket: a path (-S) or a name (-L); default server"
+            ),
+            "transcript_dir": Key(
+                None, _optional_path, "folder whose *.jsonl must grow (default: the pane's project)"
+            ),
+        },
+    },
+    "stack": {
+        "prometheus_listen": Key(
+            "127.0.0.1:9850", _listen_address, "Prometheus of `agentwatch up`"
+        ),
+        "alertmanager_listen": Key(
+            "127.0.0.1:9851", _listen_address, "Alertmanager of `agentwatch up`"
+        ),
+        "webhook_listen": Key(
+            "127.0.0.1:9849", _listen_address, "local receiver that prints alert messages"
+        ),
+        "scrape_interval": Key(15.0, _duration, "how often Prometheus scrapes the exporter"),
+        "evaluation_interval": Key(15.0, _duration, "how often Prometheus evaluates the rules"),
+        "group_wait": Key(10.0, _duration, "Alertmanager wait before the first message"),
+        "retention": Key("15d", _string, "Prometheus retention of the stack's own TSDB"),
+    },
+    "demo": {
+        "burn_seconds": Key(900.0, _duration, "the burning session burns this long, then calms"),
+        "stall_after_turns": Key(8, _positive_int, "turns before a session stalls on an API error"),
+        "seconds_per_turn": Key(4.0, _duration, "pace of a steady simulated session"),
+        "orchestrator_listen": Key(
+            "127.0.0.1:9852", _listen_address, "the demo orchestrator the controller steers"
         ),
     },
     "sentinels": {
@@ -240,6 +531,31 @@ SCHEMA: dict[str, Any] = {
             60.0,
             signatures_file=Key(
                 None, _optional_path, "a JSON signature list replacing the shipped one"
+            ),
+        ),
+        "release-readiness": _sentinel_keys(
+            3600.0,
+            repositories=Key(
+                [],
+                _repositories,
+                "repositories to watch: path, name, branch, remote, tag_pattern, probes "
+                "(command, command_timeout, required_file, template_markers, ci)",
+            ),
+            git_timeout=Key(30.0, _duration, "seconds one local git command may take"),
+            fetch_timeout=Key(120.0, _duration, "seconds a `git fetch` of the remote may take"),
+        ),
+        "idle-error": _sentinel_keys(
+            10.0,
+            tmux_sockets=Key(
+                None, _string_list, "tmux sockets besides the default one (null: as resources)"
+            ),
+            agent_names=Key(
+                None, _string_list, "agent CLI names marking an agent pane (null: as resources)"
+            ),
+            capture_rows=Key(45, _positive_int, "rows of each pane's tail captured"),
+            window_lines=Key(20, _positive_int, "last non-empty lines a stall may fire from"),
+            settle_time=Key(
+                20.0, _duration, "a throttle fires once the tail is unchanged this long"
             ),
         ),
     },

@@ -1,20 +1,12 @@
-"""A demo workload: simulated Claude Code sessions writing real-format transcripts.
+"""The demo's transcript lines: the shapes of Claude Code's transcripts, invented text only.
 
-Used by `agentwatch up` when the machine has no transcripts (or with --demo) so a newcomer
-sees the whole pipeline move: a steady session, a burning one, and one that stalls on an
-API error. The lines follow the shapes in Claude Code's transcripts and never contain
-anything but invented text.
+The sessions that write them run in tmux panes (`demo_agent`), started and stopped by
+`demo_workload` as the demo orchestrator's concurrency changes.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import random
-import signal
-import sys
-import threading
-import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,14 +26,6 @@ class DemoSession:
     def __post_init__(self) -> None:
         self.session_id = str(uuid.uuid4())
         self.turns = 0
-
-
-def default_sessions() -> list[DemoSession]:
-    return [
-        DemoSession("webshop", "claude-sonnet-4-5-20250929", 3_000, 4.0),
-        DemoSession("data-pipeline", "claude-opus-4-5-20251101", 40_000, 2.0),  # the burner
-        DemoSession("docs-site", "claude-haiku-4-5-20251001", 1_500, 5.0, stall_after_turns=6),
-    ]
 
 
 def _timestamp() -> str:
@@ -119,51 +103,3 @@ def transcript_path(claude_dir: Path, session: DemoSession) -> tuple[Path, str]:
     cwd = f"/home/demo/{session.project}"
     slug = cwd.replace("/", "-")
     return claude_dir / "projects" / slug / f"{session.session_id}.jsonl", cwd
-
-
-def run(claude_dir: Path, stop: threading.Event, seed: int = 7, speed: float = 1.0) -> None:
-    """Append turns until `stop` is set; `speed` > 1 makes everything faster."""
-    rng = random.Random(seed)
-    sessions = default_sessions()
-    next_turn = {id(s): time.monotonic() + rng.uniform(0, 1) for s in sessions}
-    while not stop.is_set():
-        now = time.monotonic()
-        for session in sessions:
-            if now < next_turn[id(session)]:
-                continue
-            path, cwd = transcript_path(claude_dir, session)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            stalled = session.stall_after_turns is not None and (
-                session.turns >= session.stall_after_turns
-            )
-            if stalled and session.turns == session.stall_after_turns:
-                record = api_error_line(session, cwd)
-            elif stalled:
-                next_turn[id(session)] = float("inf")  # sits at its prompt from now on
-                continue
-            else:
-                record = assistant_line(session, cwd, rng)
-            with path.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(record, separators=(",", ":")) + "\n")
-            session.turns += 1
-            next_turn[id(session)] = now + session.seconds_per_turn / speed
-        stop.wait(0.2)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m agentwatch.exporter.demo",
-        description="Write simulated Claude Code transcripts under CLAUDE_DIR/projects.",
-    )
-    parser.add_argument("claude_dir", type=Path)
-    parser.add_argument("--speed", type=float, default=1.0, help="time multiplier")
-    args = parser.parse_args(argv)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    run(args.claude_dir, stop, speed=args.speed)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

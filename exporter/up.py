@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import logging
 import os
 import signal
@@ -16,8 +17,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from agentwatch.exporter import config, paths
+import requests
+import yaml
+
+from agentwatch.exporter import config, demo_workload, paths, stack
 from agentwatch.exporter.cli import expected_sentinels
 from agentwatch.exporter.runtime import die_with_parent
 from agentwatch.exporter.server import SpoolCollector
@@ -59,36 +64,144 @@ def _have_transcripts(cfg: config.Config) -> bool:
     return any(next(discovery.walk(root), None) is not None for root in roots)
 
 
-def _base_argv(args: argparse.Namespace) -> list[str]:
-    argv = [sys.executable, "-m", "agentwatch.exporter.cli"]
-    if args.config:
-        argv += ["--config", str(args.config)]
+def _raw_config(path: Path | None) -> dict[str, Any]:
+    """The user's config file as written (the derived config adds to it, never drops keys)."""
+    path = path or paths.default_config_file()
+    if not path.exists():
+        return {}
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return raw if isinstance(raw, dict) else {}
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the run keeps everything: one state folder."""
+
+    state: Path
+    spool: Path
+    demo: bool
+    stack: bool
+
+    @property
+    def claude_dir(self) -> Path:
+        return self.state / "demo" / "claude"
+
+    @property
+    def tmux_socket(self) -> Path:
+        return self.state / "demo" / "tmux.sock"
+
+    @property
+    def orchestrator_state(self) -> Path:
+        return self.state / "demo" / "orchestrator.json"
+
+    @property
+    def config_file(self) -> Path:
+        return self.state / "up-config.yaml"
+
+
+def derived_config(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> Path:
+    """The user's config plus what this run wires together (the demo's folders and tmux
+    server, the stack's Alertmanager, the demo orchestrator), validated and written once so
+    every child reads the same file."""
+    raw = _raw_config(args.config)
+    extra: dict[str, Any] = {}
+    if layout.stack and "alertmanagers" not in (raw.get("controller") or {}):
+        alertmanager = f"http://{cfg['stack']['alertmanager_listen']}"
+        extra["controller"] = {"alertmanagers": [alertmanager]}
+    if layout.demo:
+        socket = str(layout.tmux_socket)
+        sentinels = raw.get("sentinels") or {}
+        extra = _merge(extra, {
+            "sentinels": {
+                "token-ledger": {"claude_config_dir": [str(layout.claude_dir)]},
+                **{
+                    name: {"tmux_sockets": [*(sentinels.get(name) or {}).get("tmux_sockets", []),
+                                            socket]}
+                    for name in ("resources", "idle-error")
+                },
+            },
+            "controller": {
+                "orchestrator": {
+                    "kind": "bernstein",
+                    "url": f"http://{cfg['demo']['orchestrator_listen']}",
+                },
+                "nudge": {
+                    "enabled": True,
+                    "allow_sessions": [demo_workload.SESSION],
+                    "tmux_socket": socket,
+                    "transcript_dir": str(layout.claude_dir / "projects"),
+                },
+            },
+        })  # fmt: skip
+    merged = _merge(raw, extra)
+    config.from_mapping(merged)  # the same checks every child will make, once, here
+    layout.config_file.write_text(yaml.safe_dump(merged, sort_keys=False))
+    layout.config_file.chmod(0o600)
+    return layout.config_file
+
+
+def _base_argv(args: argparse.Namespace, config_file: Path) -> list[str]:
+    argv = [sys.executable, "-m", "agentwatch.exporter.cli", "--config", str(config_file)]
     if args.log_level:
         argv += ["--log-level", args.log_level]
     return argv
 
 
-def plan(args: argparse.Namespace, cfg: config.Config, spool: Path, state: Path) -> list[Child]:
-    """The children to run: exporter, enabled sentinels, and the demo when wanted."""
-    base = _base_argv(args)
+def plan(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> list[Child]:
+    """The children to run: exporter, sentinels, the stack, the controller and the demo."""
+    state, spool = layout.state, layout.spool
+    base = _base_argv(args, derived_config(args, cfg, layout))
     env = dict(os.environ)
+    if layout.demo:  # the demo's transcripts come from the derived config, not the caller's
+        env.pop("CLAUDE_CONFIG_DIR", None)
     listen = args.listen or cfg["exporter"]["listen"]
-    demo = args.demo or (not args.no_demo and not _have_transcripts(cfg))
     children = [
         Child("exporter", [*base, "exporter", "--spool-dir", str(spool), "--listen", listen], env)
     ]
-    sentinel_env = dict(env)
-    if demo:
-        claude_dir = state / "demo" / "claude"
-        (claude_dir / "projects").mkdir(parents=True, exist_ok=True)
-        sentinel_env["CLAUDE_CONFIG_DIR"] = str(claude_dir)
-        children.append(Child("demo", [sys.executable, "-m", "agentwatch.exporter.demo",
-                                       str(claude_dir)], env))  # fmt: skip
+    sentinel_state = state / "demo" if layout.demo else state
     for name in expected_sentinels(cfg):
-        sentinel_state = state / "demo" if demo else state
         argv = [*base, "sentinel", name, "--spool-dir", str(spool),
                 "--state-dir", str(sentinel_state)]  # fmt: skip
-        children.append(Child(name, argv, sentinel_env))
+        children.append(Child(name, argv, env))
+    if layout.stack:
+        found = stack.binaries()
+        files = stack.write_configs(cfg, state, listen)
+        children += [
+            Child("webhook-sink", [sys.executable, "-m", "agentwatch.exporter.webhook_sink",
+                                   "--listen", cfg["stack"]["webhook_listen"],
+                                   "--out", str(files.alerts_log)], env),
+            Child("alertmanager", stack.alertmanager_argv(str(found["alertmanager"]), cfg, files),
+                  env),
+            Child("prometheus", stack.prometheus_argv(str(found["prometheus"]), cfg, files), env),
+            Child("controller", [*base, "controller", "--spool-dir", str(spool),
+                                 "--state-dir", str(sentinel_state)], env),
+        ]  # fmt: skip
+    if layout.demo:
+        demo = cfg["demo"]
+        children += [
+            Child("demo-orchestrator", [sys.executable, "-m",
+                                        "agentwatch.controller.demo_orchestrator",
+                                        "--listen", demo["orchestrator_listen"],
+                                        "--state-file", str(layout.orchestrator_state),
+                                        "--max-agents", str(cfg["controller"]["max_agents"])],
+                  env),
+            Child("demo", [sys.executable, "-m", "agentwatch.exporter.demo_workload",
+                           str(layout.claude_dir), "--tmux-socket", str(layout.tmux_socket),
+                           "--orchestrator-state", str(layout.orchestrator_state),
+                           "--seconds-per-turn", str(demo["seconds_per_turn"]),
+                           "--burn-seconds", str(demo["burn_seconds"]),
+                           "--stall-after", str(demo["stall_after_turns"])], env),
+        ]  # fmt: skip
     return children
 
 
@@ -109,24 +222,85 @@ def _status_line(collector: SpoolCollector) -> str:
     )
 
 
+def _alerts_line(alertmanager: str) -> str:
+    """Firing alerts by name, as Alertmanager sees them (silenced ones marked)."""
+    try:
+        reply = requests.get(f"http://{alertmanager}/api/v2/alerts", timeout=1.0)
+        alerts = reply.json() if reply.ok else None
+    except (requests.RequestException, ValueError):
+        alerts = None
+    if not isinstance(alerts, list):
+        return "alerts: Alertmanager not answering yet"
+    names = sorted(
+        str((alert.get("labels") or {}).get("alertname", "?"))
+        + ("" if (alert.get("status") or {}).get("state") == "active" else " (silenced)")
+        for alert in alerts
+        if isinstance(alert, dict)
+    )
+    return f"alerts firing {len(names)}" + (f": {', '.join(names)}" if names else "")
+
+
+def _decision_line(state_file: Path) -> str:
+    try:
+        decision = json.loads(state_file.read_text())
+    except (OSError, ValueError):
+        return "controller: no decision yet"
+    if not isinstance(decision, dict):
+        return "controller: no decision yet"
+    reasons = ", ".join(decision.get("reasons") or []) or "no actionable alerts"
+    flags = [
+        f"max_agents {decision.get('max_agents')}",
+        f"breaker {decision.get('breaker')}",
+    ]
+    if decision.get("paused"):
+        flags.append("paused")
+    if decision.get("should_stop"):
+        flags.append("stopping")
+    if decision.get("deferred_tiers"):
+        flags.append("deferred " + "/".join(decision["deferred_tiers"]))
+    return f"controller: {', '.join(flags)} ({reasons})"
+
+
 def run_up(args: argparse.Namespace, cfg: config.Config) -> int:
     spool = args.spool_dir or cfg.spool_dir
     state = args.state_dir or cfg.state_dir
     paths.ensure_dir(state)
     paths.ensure_dir(spool, mode=0o755)
     logs = paths.ensure_dir(state / "logs")
-    children = plan(args, cfg, spool, state)
+    lacking = [] if args.no_stack else stack.missing()
+    with_stack = not args.no_stack and not lacking
+    if lacking:
+        print(f"Prometheus and Alertmanager not started: missing {', '.join(lacking)} "
+              "(scripts/setup installs them).")  # fmt: skip
+    layout = Layout(
+        state=state,
+        spool=spool,
+        demo=args.demo or (not args.no_demo and not _have_transcripts(cfg)),
+        stack=with_stack,
+    )
+    try:
+        children = plan(args, cfg, layout)
+    except config.ConfigError as err:
+        print(f"agentwatch up: the combined config is invalid: {err}", file=sys.stderr)
+        return 2
     for child in children:
         child.log_path = logs / f"{child.name}.log"
         child.start()
     listen = args.listen or cfg["exporter"]["listen"]
+    stack_cfg = cfg["stack"]
+    sentinel_state = state / "demo" if layout.demo else state
     print(f"agentwatch is running ({', '.join(c.name for c in children)}).")
-    print(f"  metrics:  http://{listen}/metrics")
-    print(f"  overview: http://{listen}/")
-    print(f"  spool:    {spool}")
-    print(f"  state:    {state}   (logs in {logs})")
-    if any(child.name == "demo" for child in children):
-        print(f"  demo:     simulated sessions write to {state / 'demo' / 'claude'}")
+    print(f"  metrics:      http://{listen}/metrics   (overview: http://{listen}/)")
+    if layout.stack:
+        print(f"  prometheus:   http://{stack_cfg['prometheus_listen']}/alerts")
+        print(f"  alertmanager: http://{stack_cfg['alertmanager_listen']}/api/v2/alerts")
+        print(f"  throttle:     http://{cfg['controller']['listen']}/throttle")
+        print(f"  alert log:    {state / 'stack' / 'alerts.jsonl'}   "
+              "(messages also printed below)")  # fmt: skip
+    if layout.demo:
+        print(f"  demo:         simulated sessions in tmux: tmux -S {layout.tmux_socket} attach")
+        print(f"                transcripts under {layout.claude_dir}")
+    print(f"  state:        {state}   (logs in {logs}; config used: {layout.config_file})")
     print("Press Ctrl-C to stop.", flush=True)
 
     stopping = False
@@ -150,7 +324,11 @@ def run_up(args: argparse.Namespace, cfg: config.Config) -> int:
             for child in children:
                 _supervise(child, now)
             if now >= next_status:
-                print(time.strftime("%H:%M:%S"), _status_line(collector), flush=True)
+                parts = [_status_line(collector)]
+                if layout.stack:
+                    parts.append(_alerts_line(stack_cfg["alertmanager_listen"]))
+                    parts.append(_decision_line(sentinel_state / "controller.json"))
+                print(time.strftime("%H:%M:%S"), " | ".join(parts), flush=True)
                 next_status = now + STATUS_EVERY
             time.sleep(0.2)
     finally:

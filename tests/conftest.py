@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 CLI = [sys.executable, "-m", "agentwatch.exporter.cli"]
@@ -83,3 +84,25 @@ def processes() -> Iterator[list[subprocess.Popen]]:
         if process.poll() is None:
             process.kill()
         process.wait(timeout=10)
+
+
+def local_config(tmp_path: Path, extra: dict | None = None) -> Path:
+    """A config whose every listener is on a free loopback port, so a test's `up` never
+    collides with a running agentwatch (or another test); `extra` is merged on top."""
+    values: dict = {
+        "exporter": {"listen": f"127.0.0.1:{free_port()}"},
+        "controller": {"listen": f"127.0.0.1:{free_port()}"},
+        "stack": {
+            name: f"127.0.0.1:{free_port()}"
+            for name in ("prometheus_listen", "alertmanager_listen", "webhook_listen")
+        },
+        "demo": {"orchestrator_listen": f"127.0.0.1:{free_port()}"},
+    }
+    for section, settings in (extra or {}).items():
+        if isinstance(settings, dict) and isinstance(values.get(section), dict):
+            values[section] = {**values[section], **settings}
+        else:
+            values[section] = settings
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(values))
+    return path

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import psutil
 import pytest
+import yaml
 
-from tests.conftest import CLI, free_port, run_cli, token_totals
+from agentwatch.exporter.cli import SENTINELS
+from tests.conftest import CLI, free_port, local_config, run_cli, token_totals
 
 
 @pytest.mark.parametrize(
@@ -35,7 +37,8 @@ def test_unknown_sentinel_is_refused() -> None:
 
 def test_status_reads_the_spool(workdirs: dict[str, Path], tmp_path: Path) -> None:
     config = tmp_path / "only-ledger.yaml"  # the other sentinels are not expected here
-    config.write_text("sentinels:\n  resources: {enabled: false}\n  footprint: {enabled: false}\n")
+    others = [name for name in SENTINELS if name != "token-ledger"]
+    config.write_text(yaml.safe_dump({"sentinels": {name: {"enabled": False} for name in others}}))
     spool = ["--spool-dir", str(workdirs["spool"])]
     down = run_cli("--config", str(config), "status", *spool)
     assert down.returncode == 1 and "token-ledger" in down.stdout and "missing" in down.stdout
@@ -56,6 +59,8 @@ def test_up_runs_the_demo_and_stops_cleanly(tmp_path: Path) -> None:
     process = subprocess.Popen(
         [
             *CLI,
+            "--config",
+            str(local_config(tmp_path)),
             "up",
             "--state-dir",
             str(tmp_path / "state"),
@@ -63,6 +68,7 @@ def test_up_runs_the_demo_and_stops_cleanly(tmp_path: Path) -> None:
             str(tmp_path / "spool"),
             "--listen",
             f"127.0.0.1:{port}",
+            "--no-stack",
         ],
         env=env,
         stdout=subprocess.PIPE,
@@ -97,8 +103,9 @@ def test_up_children_die_with_it_even_on_sigkill(tmp_path: Path) -> None:
     home.mkdir()
     env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
     process = subprocess.Popen(
-        [*CLI, "up", "--state-dir", str(tmp_path / "state"), "--spool-dir",
-         str(tmp_path / "spool"), "--listen", f"127.0.0.1:{free_port()}"],
+        [*CLI, "--config", str(local_config(tmp_path)), "up", "--state-dir",
+         str(tmp_path / "state"), "--spool-dir", str(tmp_path / "spool"),
+         "--listen", f"127.0.0.1:{free_port()}"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     parent = psutil.Process(process.pid)

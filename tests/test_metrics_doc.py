@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from agentwatch.exporter import config
 from agentwatch.exporter.cli import SENTINELS
 from agentwatch.exporter.server import SpoolCollector
-from tests.conftest import run_cli, run_ledger_once
+from tests.conftest import free_port, run_cli, run_ledger_once
 from tests.transcripts import assistant, encode, transcript
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
@@ -35,6 +35,11 @@ def _served(workdirs: dict[str, Path]) -> dict[str, tuple[str, set[str]]]:
             ran = run_cli("sentinel", name, "--once", "--spool-dir", str(workdirs["spool"]),
                           "--state-dir", str(workdirs["state"]))  # fmt: skip
             assert ran.returncode == 0, ran.stderr
+    unreachable = f"http://127.0.0.1:{free_port()}"  # every family is written even so
+    state = ["--spool-dir", str(workdirs["spool"]), "--state-dir", str(workdirs["state"])]
+    ran = run_cli("controller", "--once", "--alertmanager", unreachable,
+                  "--state-file", str(workdirs["state"] / "controller.json"), *state)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
     registry = CollectorRegistry(auto_describe=False)
     collector = SpoolCollector(
         workdirs["spool"],

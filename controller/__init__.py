@@ -1,0 +1,1 @@
+"""The controller: read alert state back from Alertmanager and throttle the orchestrator."""

@@ -1,0 +1,169 @@
+"""Read the alerts back from one or more Alertmanagers and merge them.
+
+An HA pair gossips silences but not alerts (Prometheus sends every alert to every peer), so the
+reader asks every configured Alertmanager, merges the answers by fingerprint and carries on
+while any one answers. An alert counts as suppressed when any peer that knows it says it is
+silenced or inhibited: a silence created on one peer may not have reached the other yet, and an
+inhibiting alert held by one peer is firing all the same. Only alerts that carry the
+`agentwatch_action` label matter to the controller; the rest are for humans.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import requests
+
+from agentwatch.controller.web import HttpError, join, redact, request_json
+from agentwatch.exporter.log import FailureGate
+
+log = logging.getLogger("agentwatch.controller")
+
+ACTION_LABEL = "agentwatch_action"
+ACTIONS = ("shrink", "pause", "breaker", "stop", "defer_tier", "fail_task", "nudge")
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One alert as the controller sees it: labels plus whether a human acknowledged it."""
+
+    name: str
+    labels: Mapping[str, str]
+    fingerprint: str
+    starts_at: str = ""
+    silenced: bool = False
+    inhibited: bool = False
+
+    @property
+    def action(self) -> str | None:
+        return self.labels.get(ACTION_LABEL) or None
+
+    @property
+    def actionable(self) -> bool:
+        """Active, not silenced (= acknowledged), not inhibited, and asking for an action."""
+        return self.action is not None and not self.silenced and not self.inhibited
+
+
+@dataclass
+class Snapshot:
+    """The merged answer of one read: None alerts when no Alertmanager answered."""
+
+    alerts: list[Alert] | None
+    up: dict[str, bool] = field(default_factory=dict)  # redacted URL -> answered
+    malformed: int = 0
+
+
+class MalformedAnswer(ValueError):
+    pass
+
+
+def _fingerprint(labels: Mapping[str, str]) -> str:
+    text = "\x00".join(f"{key}={labels[key]}" for key in sorted(labels))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def parse_alert(item: Any) -> Alert:
+    """One element of GET /api/v2/alerts; raises MalformedAnswer on anything unexpected."""
+    if not isinstance(item, Mapping):
+        raise MalformedAnswer("alert is not an object")
+    labels = item.get("labels")
+    if not isinstance(labels, Mapping) or not all(
+        isinstance(key, str) and isinstance(value, str) for key, value in labels.items()
+    ):
+        raise MalformedAnswer("alert labels are not a string mapping")
+    status = item.get("status")
+    if status is None:
+        status = {}
+    if not isinstance(status, Mapping):
+        raise MalformedAnswer("alert status is not an object")
+    silenced_by = status.get("silencedBy") or []
+    inhibited_by = status.get("inhibitedBy") or []
+    if not isinstance(silenced_by, list) or not isinstance(inhibited_by, list):
+        raise MalformedAnswer("silencedBy/inhibitedBy are not lists")
+    state = status.get("state", "active")
+    suppressed_unexplained = state == "suppressed" and not silenced_by and not inhibited_by
+    fingerprint = item.get("fingerprint")
+    if not isinstance(fingerprint, str) or not fingerprint:
+        fingerprint = _fingerprint(labels)
+    starts_at = item.get("startsAt")
+    return Alert(
+        name=str(labels.get("alertname", "")),
+        labels=dict(labels),
+        fingerprint=fingerprint,
+        starts_at=starts_at if isinstance(starts_at, str) else "",
+        silenced=bool(silenced_by),
+        inhibited=bool(inhibited_by) or suppressed_unexplained,
+    )
+
+
+def parse_alerts(payload: Any) -> tuple[list[Alert], int]:
+    """All well-formed alerts of one answer and how many elements were skipped as malformed."""
+    if not isinstance(payload, list):
+        raise MalformedAnswer(f"expected a JSON list of alerts, got {type(payload).__name__}")
+    alerts: list[Alert] = []
+    malformed = 0
+    for item in payload:
+        try:
+            alerts.append(parse_alert(item))
+        except MalformedAnswer:
+            malformed += 1
+    return alerts, malformed
+
+
+def merge(answers: Iterable[list[Alert]]) -> list[Alert]:
+    """One alert per fingerprint; suppressed when any peer says so."""
+    merged: dict[str, Alert] = {}
+    for alerts in answers:
+        for alert in alerts:
+            seen = merged.get(alert.fingerprint)
+            if seen is None:
+                merged[alert.fingerprint] = alert
+                continue
+            merged[alert.fingerprint] = Alert(
+                name=seen.name,
+                labels=seen.labels,
+                fingerprint=seen.fingerprint,
+                starts_at=min(filter(None, (seen.starts_at, alert.starts_at)), default=""),
+                silenced=seen.silenced or alert.silenced,
+                inhibited=seen.inhibited or alert.inhibited,
+            )
+    return sorted(merged.values(), key=lambda a: (a.name, a.fingerprint))
+
+
+class AlertReader:
+    """Asks every configured Alertmanager each cycle; logs failures once per peer."""
+
+    def __init__(self, urls: list[str], timeout: float, session: requests.Session | None = None):
+        self.urls = list(urls)
+        self.timeout = timeout
+        self.session = session or requests.Session()
+        self.gates = {url: FailureGate(log, f"Alertmanager {redact(url)}") for url in self.urls}
+
+    def fetch_one(self, url: str) -> tuple[list[Alert], int]:
+        payload = request_json(self.session, "GET", join(url, "/api/v2/alerts"), self.timeout)
+        try:
+            return parse_alerts(payload)
+        except MalformedAnswer as err:
+            raise HttpError("invalid", f"GET {redact(url)}/api/v2/alerts: {err}") from err
+
+    def read(self) -> Snapshot:
+        answers: list[list[Alert]] = []
+        snapshot = Snapshot(alerts=None)
+        for url in self.urls:
+            try:
+                alerts, malformed = self.fetch_one(url)
+            except HttpError as err:
+                snapshot.up[redact(url)] = False
+                self.gates[url].failed(err)
+                continue
+            self.gates[url].succeeded()
+            snapshot.up[redact(url)] = True
+            snapshot.malformed += malformed
+            answers.append(alerts)
+        if answers:
+            snapshot.alerts = merge(answers)
+        return snapshot

@@ -1,0 +1,122 @@
+"""Read the controller's decision from any orchestrator: a state file path or a /throttle URL.
+
+    from agentwatch.controller.client import read
+    throttle = read("~/.local/state/agentwatch/controller.json", default_max_agents=2)
+    if throttle.should_stop: drain_and_exit()
+    elif throttle.may_spawn(running=len(agents)) and throttle.tier_allowed("opus"): spawn()
+
+When the decision cannot be read (no file, controller down, garbage, older than `max_age`
+seconds) the answer is a safe default: `default_max_agents` agents, nothing paused or
+deferred, with `available` False so the caller can tell. The default is the caller's choice:
+a small number keeps a run going at low risk while agentwatch itself is down.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+TIERS = ("opus", "sonnet", "haiku")
+
+
+@dataclass(frozen=True)
+class Throttle:
+    """The decision, as far as an orchestrator needs it."""
+
+    max_agents: int
+    effective_max_agents: int
+    paused: bool = False
+    should_stop: bool = False
+    breaker: str = "closed"
+    deferred_tiers: tuple[str, ...] = ()
+    fail_tasks: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+    updated_at: float | None = None
+    available: bool = True
+    problem: str = ""  # why the default is in use
+
+    def may_spawn(self, running: int) -> bool:
+        """Whether one more agent may start now, given how many run."""
+        return not self.should_stop and running < self.effective_max_agents
+
+    def tier_allowed(self, tier: str) -> bool:
+        return tier not in self.deferred_tiers
+
+
+def default(max_agents: int, problem: str) -> Throttle:
+    return Throttle(max_agents, max_agents, available=False, problem=problem)
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(item for item in value if isinstance(item, str))
+
+
+def _integer(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def parse(payload: Any, default_max_agents: int, max_age: float | None, now: float) -> Throttle:
+    """A Throttle from the decision JSON, or the default when it is unusable or too old."""
+    if not isinstance(payload, dict):
+        return default(default_max_agents, "decision is not a JSON object")
+    level = _integer(payload.get("max_agents"))
+    effective = _integer(payload.get("effective_max_agents"))
+    if level is None:
+        return default(default_max_agents, "decision has no valid max_agents")
+    if effective is None:  # an older or foreign writer: fold the flags in here
+        paused, stop = payload.get("paused") is True, payload.get("should_stop") is True
+        breaker = payload.get("breaker")
+        effective = 0 if paused or stop or breaker == "open" else level
+        effective = min(1, effective) if breaker == "half_open" else effective
+    updated = payload.get("updated_at")
+    updated_at = None
+    if isinstance(updated, int | float) and not isinstance(updated, bool):
+        updated_at = float(updated) if math.isfinite(updated) else None
+    if max_age is not None and (updated_at is None or now - updated_at > max_age):
+        return default(default_max_agents, "decision is older than max_age")
+    breaker = payload.get("breaker")
+    return Throttle(
+        max_agents=level,
+        effective_max_agents=effective,
+        paused=payload.get("paused") is True,
+        should_stop=payload.get("should_stop") is True,
+        breaker=breaker if breaker in ("closed", "open", "half_open") else "closed",
+        deferred_tiers=tuple(t for t in _strings(payload.get("deferred_tiers")) if t in TIERS),
+        fail_tasks=_strings(payload.get("fail_tasks")),
+        reasons=_strings(payload.get("reasons")),
+        updated_at=updated_at,
+    )
+
+
+def _load(source: str, timeout: float) -> Any:
+    if source.startswith(("http://", "https://")):
+        with urllib.request.urlopen(source, timeout=timeout) as response:
+            return json.loads(response.read(1 << 20))
+    return json.loads(Path(os.path.expanduser(source)).read_text(encoding="utf-8"))
+
+
+def read(
+    source: str | os.PathLike[str],
+    default_max_agents: int = 1,
+    max_age: float | None = 300.0,
+    timeout: float = 2.0,
+    now: float | None = None,
+) -> Throttle:
+    """The decision from a state file or a /throttle URL; never raises."""
+    now = time.time() if now is None else now
+    try:
+        payload = _load(os.fspath(source), timeout)
+    except (OSError, urllib.error.URLError, ValueError, UnicodeDecodeError) as err:
+        return default(default_max_agents, f"cannot read the decision: {type(err).__name__}")
+    return parse(payload, default_max_agents, max_age, now)

@@ -1,0 +1,250 @@
+"""`agentwatch controller`: read alerts, decide, apply, publish — every `interval` seconds.
+
+One cycle: read every Alertmanager, run the pure policy, resolve the budget cap, push the
+decision through the adapter (with backoff), run nudges, then write the state file, the spool
+file `controller.prom` and the /throttle body. Nothing in a cycle may end the process: bad
+input degrades to hold/fallback, and a failing step is logged through a gate and shows in the
+metrics. `--once` runs one cycle and exits 0 (the memory in the state file carries over).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agentwatch.controller import adapters, metrics, orchestrators, policy, server, state
+from agentwatch.controller.alerts import AlertReader
+from agentwatch.controller.budget import BudgetResolver
+from agentwatch.controller.nudge import Nudger
+from agentwatch.controller.web import redact
+from agentwatch.exporter import paths
+from agentwatch.exporter.config import Config
+from agentwatch.exporter.log import FailureGate
+from agentwatch.exporter.runtime import Runner
+from agentwatch.sentinels.token_ledger.discovery import projects_roots
+
+NAME = "controller"
+log = logging.getLogger("agentwatch.controller")
+
+
+def settings_from(section: Mapping[str, Any]) -> policy.Settings:
+    """The policy knobs from the config section; ValueError names the bad key."""
+    return policy.Settings(
+        max_agents=int(section["max_agents"]),
+        min_agents=int(section["min_agents"]),
+        shrink_cooldown=float(section["shrink_cooldown"]),
+        grow_sustain=float(section["grow_sustain"]),
+        breaker_cooldown=float(section["breaker_cooldown"]),
+        probe_window=float(section["probe_window"]),
+        hold_for=float(section["hold_for"]),
+        fallback=str(section["fallback"]),
+    )
+
+
+def describe(public: Mapping[str, Any]) -> str:
+    """One log line's worth of decision, without secrets or free text."""
+    deferred = ",".join(public["deferred_tiers"]) or "-"
+    tasks = ",".join(public["fail_tasks"]) or "-"
+    return (
+        f"max_agents {public['max_agents']} (effective {public['effective_max_agents']}), "
+        f"paused {'yes' if public['paused'] else 'no'}, "
+        f"stop {'yes' if public['should_stop'] else 'no'}, breaker {public['breaker']}, "
+        f"deferred tiers {deferred}, fail tasks {tasks}, mode {public['mode']}"
+    )
+
+
+class Controller:
+    """The loop's state and one cycle; built by `run`, driven directly by tests."""
+
+    def __init__(
+        self,
+        config: Config,
+        settings: policy.Settings,
+        urls: list[str],
+        state_file: Path,
+        adapter: adapters.Adapter | None,
+        env: Mapping[str, str],
+    ):
+        section = config["controller"]
+        self.settings = settings
+        self.state_file = state_file
+        self.env = env
+        self.reader = AlertReader(urls, float(section["timeout"]))
+        self.budget = BudgetResolver(section["run_config_file"], float(section["budget_usd"]))
+        self.memory = state.load(state_file, settings)
+        self.driver = adapters.Driver(adapter, self.memory) if adapter else None
+        roots = projects_roots(configured=config.sentinel("token-ledger")["claude_config_dir"])
+        self.nudger = Nudger(section["nudge"], roots, self.memory)
+        self.board = server.Board()
+        self.view = metrics.View(
+            memory=self.memory,
+            settings=settings,
+            alertmanagers={redact(url): False for url in urls},
+            adapter=adapter.name if adapter else None,
+        )
+        self.cycle_gate = FailureGate(log, "controller cycle")
+        self.write_gate = FailureGate(log, f"state file {state_file}")
+        self.started = False
+        self.warned_unusable: set[str] = set()
+
+    def cycle(self, now: float | None = None) -> None:
+        """Read, decide, apply, publish. Never raises."""
+        now = time.time() if now is None else now
+        try:
+            self._cycle(now)
+        except Exception as err:  # a bug must not stop the throttle: log, count, go on
+            log.debug("controller cycle failed", exc_info=True)
+            self.cycle_gate.failed(f"{type(err).__name__}: {err}")
+        else:
+            self.cycle_gate.succeeded()
+
+    def _cycle(self, now: float) -> None:
+        snapshot = self.reader.read()
+        if snapshot.malformed:
+            self.memory.count("malformed_alerts", "", snapshot.malformed)
+        if snapshot.alerts is not None:
+            self._warn_unusable(policy.collect(snapshot.alerts).unusable)
+        previous = self.memory.policy
+        decided = policy.decide(previous, snapshot.alerts, now, self.settings)
+        self.memory.policy = decided
+        for reason in decided.changes:
+            self.memory.count("decisions", reason)
+        budget = self.budget.resolve(self.env)
+        public = state.decision(decided, self.settings, budget)
+        self._log_change(previous, decided, public)
+        if self.driver is not None:
+            self.driver.observe()
+            self.driver.push(public, now)
+        self.nudger.step(decided.nudges, snapshot.alerts is not None, now)
+        self.view.alertmanagers = snapshot.up
+        self.view.alerts = snapshot.alerts
+        self.view.budget = budget
+        if self.driver is not None:
+            self.view.adapter_failing = self.driver.failing
+            self.view.reading = self.driver.reading
+        try:
+            state.write_atomic(self.state_file, state.document(public, self.memory))
+        except OSError as err:
+            self.write_gate.failed(err)
+        else:
+            self.write_gate.succeeded()
+        self.board.publish(public)
+
+    def _warn_unusable(self, names: tuple[str, ...]) -> None:
+        for name in names:
+            if name not in self.warned_unusable:
+                log.warning(
+                    "alert %s asks for an action the controller cannot use (unknown "
+                    "agentwatch_action or missing/invalid task, tier, tmux_session or pane "
+                    "label): ignored",
+                    name,
+                )
+        self.warned_unusable = set(names)
+
+    def _log_change(
+        self, previous: policy.State, decided: policy.State, public: Mapping[str, Any]
+    ) -> None:
+        reasons = ", ".join(public["reasons"]) or "no actionable alerts"
+        if not self.started:
+            self.started = True
+            log.info("decision: %s; because: %s", describe(public), reasons)
+            return
+        if decided.changes:
+            log.info(
+                "decision changed (%s): %s; because: %s",
+                ", ".join(decided.changes),
+                describe(public),
+                reasons,
+            )
+        if previous.mode != decided.mode:
+            if decided.mode == "holding":
+                log.warning(
+                    "no Alertmanager answered: holding the last decision for up to %.0fs",
+                    self.settings.hold_for,
+                )
+            elif decided.mode == "fallback":
+                log.warning(
+                    "no Alertmanager answered for over %.0fs: fallback %r",
+                    self.settings.hold_for,
+                    self.settings.fallback,
+                )
+            else:
+                log.info("an Alertmanager answers again: deciding from live alerts")
+
+    def next_wake(self, now: float, interval: float) -> float:
+        """Seconds to sleep: the interval, or sooner when an adapter retry is due."""
+        wait = interval
+        retry_at = self.driver.retry_at() if self.driver is not None else None
+        if retry_at is not None:
+            wait = min(wait, max(1.0, retry_at - now))
+        return wait
+
+
+def _urls(values: list[str]) -> list[str]:
+    bad = [redact(url) for url in values if not url.startswith(("http://", "https://"))]
+    if bad or not values:
+        raise ValueError(f"Alertmanager URLs must start with http:// or https:// ({bad})")
+    return list(dict.fromkeys(values))
+
+
+def run(config: Config, args: argparse.Namespace) -> int:
+    """The `agentwatch controller` command; 0 after --once or a clean stop, 2 on bad config."""
+    section = config["controller"]
+    try:
+        settings = settings_from(section)
+        urls = _urls(getattr(args, "alertmanager", None) or section["alertmanagers"])
+        adapter = orchestrators.build(section["orchestrator"], os.environ)
+    except ValueError as err:
+        log.error("controller config: %s", err)
+        return 2
+    state_dir = getattr(args, "state_dir", None) or config.state_dir
+    state_file = (
+        getattr(args, "state_file", None) or section["state_file"] or state_dir / "controller.json"
+    )
+    spool_dir = getattr(args, "spool_dir", None) or config.spool_dir
+    paths.ensure_dir(spool_dir, mode=0o755)
+    paths.ensure_dir(state_file.parent)
+    controller = Controller(config, settings, urls, state_file, adapter, os.environ)
+    interval = float(section["interval"])
+    runner = Runner(NAME, interval, spool_dir, lambda: metrics.families(controller.view))
+    once = bool(getattr(args, "once", False))
+    http = None
+    if not once:
+        listen = getattr(args, "listen", None) or section["listen"]
+        try:
+            http = server.start(controller.board, listen)
+        except (OSError, ValueError) as err:
+            log.error("cannot listen on %s: %s", listen, err)
+            return 2
+        log.info(
+            "controller: %d Alertmanager(s), adapter %s, GET http://%s/throttle, state %s",
+            len(urls),
+            adapter.name if adapter else "none",
+            listen,
+            state_file,
+        )
+        runner.stop_on_signals()
+    publish_gate = FailureGate(log, f"spool file in {spool_dir}")
+    try:
+        while True:
+            controller.cycle()
+            try:
+                runner.publish()
+            except OSError as err:
+                publish_gate.failed(err)
+            else:
+                publish_gate.succeeded()
+            if once or runner.stopping:
+                return 0
+            runner.wait(controller.next_wake(time.time(), interval))
+            if runner.stopping:
+                return 0
+    finally:
+        if http is not None:
+            http.shutdown()
+            http.server_close()

@@ -1,0 +1,69 @@
+"""GET /throttle: the current decision as JSON, for orchestrators that poll over HTTP.
+
+Binds 127.0.0.1 unless configured otherwise. The body is the same JSON as the state file's
+public fields; the loop swaps in a new pre-encoded body after each cycle, so a request never
+sees a half-built decision and never waits for the loop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+log = logging.getLogger("agentwatch.controller")
+
+
+class Board:
+    """Holds the latest encoded decision for the request threads."""
+
+    def __init__(self) -> None:
+        self._current: tuple[bool, bytes] = (False, b'{"error": "no decision yet"}\n')
+
+    def publish(self, public: dict[str, Any]) -> None:
+        body = json.dumps(public, indent=2, sort_keys=True).encode() + b"\n"
+        self._current = (True, body)  # one assignment: readers see the old or the new pair
+
+    def read(self) -> tuple[bool, bytes]:
+        return self._current
+
+
+def make_handler(board: Board) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "agentwatch-controller"
+
+        def do_GET(self) -> None:
+            route = urlsplit(self.path).path
+            if route == "/throttle":
+                ready, body = board.read()
+                self._send(200 if ready else 503, "application/json", body)
+            elif route == "/healthz":
+                ready, _ = board.read()
+                self._send(200 if ready else 503, "text/plain; charset=utf-8", b"ok\n")
+            else:
+                self._send(404, "text/plain; charset=utf-8", b"not found: try /throttle\n")
+
+        def _send(self, status: int, content_type: str, body: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            log.debug("%s %s", self.address_string(), format % args)
+
+    return Handler
+
+
+def start(board: Board, listen: str) -> ThreadingHTTPServer:
+    """Bind and serve in a daemon thread; the caller shuts it down."""
+    host, _, port = listen.rpartition(":")
+    server = ThreadingHTTPServer((host.strip("[]"), int(port)), make_handler(board))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="throttle-http", daemon=True).start()
+    return server

@@ -1,0 +1,203 @@
+"""The state file: the decision as JSON, written atomically, plus the controller's memory.
+
+One file serves two readers. Orchestrators (and `agentwatch status`, the /throttle endpoint and
+`agentwatch.controller.client`) read the top-level decision fields. The controller itself reads
+`internal` back on start, so `controller --once` run by a timer continues where the last run
+stopped: policy timers, counters, what the adapter already applied, nudge bookkeeping.
+A missing or unreadable file is a fresh start, never a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentwatch.controller.policy import (
+    BREAKER_STATES,
+    MODES,
+    NudgeTarget,
+    Settings,
+    State,
+    initial,
+)
+
+log = logging.getLogger("agentwatch.controller")
+
+VERSION = 1
+
+
+@dataclass
+class Memory:
+    """Everything the controller carries from one cycle (or one --once run) to the next."""
+
+    policy: State
+    counters: dict[str, dict[str, float]] = field(default_factory=dict)
+    adapter: dict[str, Any] = field(default_factory=dict)
+    nudge: dict[str, Any] = field(default_factory=dict)
+
+    def count(self, family: str, label: str, amount: float = 1.0) -> None:
+        values = self.counters.setdefault(family, {})
+        values[label] = values.get(label, 0.0) + amount
+
+
+def decision(state: State, settings: Settings, budget: tuple[float, str]) -> dict[str, Any]:
+    """The public decision: what /throttle serves, webhooks receive and clients read."""
+    return {
+        "version": VERSION,
+        "max_agents": state.level,
+        "effective_max_agents": state.effective_max_agents,
+        "configured_max_agents": settings.max_agents,
+        "min_agents": settings.min_agents,
+        "paused": state.paused,
+        "should_stop": state.should_stop,
+        "breaker": state.breaker,
+        "deferred_tiers": list(state.deferred_tiers),
+        "fail_tasks": list(state.fail_tasks),
+        "nudges": [{"tmux_session": n.tmux_session, "pane": n.pane} for n in state.nudges],
+        "reasons": list(state.reasons),
+        "actions": {action: list(names) for action, names in state.actions.items()},
+        "mode": state.mode,
+        "budget_limit_usd": budget[0],
+        "budget_source": budget[1],
+        "alertmanager_last_success": state.last_success_at,
+        "updated_at": state.updated_at,
+    }
+
+
+VOLATILE = ("updated_at", "alertmanager_last_success")
+
+
+def essence(public: dict[str, Any]) -> dict[str, Any]:
+    """The decision without its timestamps: what "changed" is judged on."""
+    return {key: value for key, value in public.items() if key not in VOLATILE}
+
+
+def _policy_to_json(state: State) -> dict[str, Any]:
+    return {
+        "level": state.level,
+        "paused": state.paused,
+        "should_stop": state.should_stop,
+        "breaker": state.breaker,
+        "breaker_since": state.breaker_since,
+        "deferred_tiers": list(state.deferred_tiers),
+        "fail_tasks": list(state.fail_tasks),
+        "nudges": [[n.tmux_session, n.pane, n.alert] for n in state.nudges],
+        "actions": {action: list(names) for action, names in state.actions.items()},
+        "mode": state.mode,
+        "last_shrink_at": state.last_shrink_at,
+        "clear_since": state.clear_since,
+        "last_success_at": state.last_success_at,
+        "updated_at": state.updated_at,
+    }
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(item for item in value if isinstance(item, str))
+
+
+def _policy_from_json(raw: Any, settings: Settings) -> State:
+    """Tolerant reading: any field that is missing or of the wrong type takes its default."""
+    if not isinstance(raw, dict):
+        return initial(settings)
+    level = raw.get("level")
+    if isinstance(level, bool) or not isinstance(level, int):
+        level = settings.max_agents
+    actions_raw = raw.get("actions") if isinstance(raw.get("actions"), dict) else {}
+    nudges = []
+    for item in raw.get("nudges") or []:
+        if isinstance(item, list) and len(item) == 3 and all(isinstance(x, str) for x in item):
+            nudges.append(NudgeTarget(*item))
+    breaker = raw.get("breaker") if raw.get("breaker") in BREAKER_STATES else "closed"
+    return State(
+        level=settings.clamp(level),
+        paused=raw.get("paused") is True,
+        should_stop=raw.get("should_stop") is True,
+        breaker=str(breaker),
+        breaker_since=_number(raw.get("breaker_since")),
+        deferred_tiers=_strings(raw.get("deferred_tiers")),
+        fail_tasks=_strings(raw.get("fail_tasks")),
+        nudges=tuple(nudges),
+        actions={str(k): _strings(v) for k, v in actions_raw.items()},
+        mode=str(raw.get("mode")) if raw.get("mode") in MODES else "live",
+        last_shrink_at=_number(raw.get("last_shrink_at")),
+        clear_since=_number(raw.get("clear_since")),
+        last_success_at=_number(raw.get("last_success_at")),
+        updated_at=_number(raw.get("updated_at")) or 0.0,
+    )
+
+
+def _counters_from_json(raw: Any) -> dict[str, dict[str, float]]:
+    counters: dict[str, dict[str, float]] = {}
+    if isinstance(raw, dict):
+        for family, values in raw.items():
+            if isinstance(values, dict):
+                counters[str(family)] = {
+                    str(label): float(value)
+                    for label, value in values.items()
+                    if _number(value) is not None and value >= 0
+                }
+    return counters
+
+
+def load(path: Path, settings: Settings) -> Memory:
+    """The memory of the last run, or a fresh one (logged) when the file is absent or bad."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return Memory(policy=initial(settings))
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        log.warning("state file %s unreadable (%s): starting fresh", path, type(err).__name__)
+        return Memory(policy=initial(settings))
+    internal = raw.get("internal") if isinstance(raw, dict) else None
+    if not isinstance(internal, dict):
+        log.warning("state file %s has no controller memory: starting fresh", path)
+        return Memory(policy=initial(settings))
+    adapter = internal.get("adapter")
+    nudge = internal.get("nudge")
+    return Memory(
+        policy=_policy_from_json(internal.get("policy"), settings),
+        counters=_counters_from_json(internal.get("counters")),
+        adapter=adapter if isinstance(adapter, dict) else {},
+        nudge=nudge if isinstance(nudge, dict) else {},
+    )
+
+
+def document(public: dict[str, Any], memory: Memory) -> dict[str, Any]:
+    return {
+        **public,
+        "internal": {
+            "policy": _policy_to_json(memory.policy),
+            "counters": memory.counters,
+            "adapter": memory.adapter,
+            "nudge": memory.nudge,
+        },
+    }
+
+
+def write_atomic(path: Path, payload: dict[str, Any]) -> None:
+    """Write JSON to a temp file beside `path`, fsync, rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    data = json.dumps(payload, indent=2, sort_keys=True).encode() + b"\n"
+    try:
+        with open(temporary, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    finally:
+        if temporary.exists():
+            temporary.unlink()

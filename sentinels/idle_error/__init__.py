@@ -1,0 +1,1 @@
+"""Idle-error: classify the live tail of each agent tmux pane."""
