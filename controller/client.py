@@ -9,13 +9,19 @@ When the decision cannot be read (no file, controller down, garbage, older than 
 seconds) the answer is a safe default: `default_max_agents` agents, nothing paused or
 deferred, with `available` False so the caller can tell. The default is the caller's choice:
 a small number keeps a run going at low risk while agentwatch itself is down.
+
+When the controller's listener has a web config (controller.web_config_file), pass what it
+asks for: `auth=("user", "password")` for basic auth, `ca_file=` to verify its certificate
+(a self-signed one), `client_cert=(cert_file, key_file)` for RequireAndVerifyClientCert.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
+import ssl
 import time
 import urllib.error
 import urllib.request
@@ -99,10 +105,35 @@ def parse(payload: Any, default_max_agents: int, max_age: float | None, now: flo
     )
 
 
-def _load(source: str, timeout: float) -> Any:
+@dataclass(frozen=True)
+class Access:
+    """How to reach a /throttle behind TLS and basic auth; all optional."""
+
+    auth: tuple[str, str] | None = None
+    ca_file: str | None = None
+    client_cert: tuple[str, str] | None = None
+
+    def request(self, url: str) -> urllib.request.Request:
+        request = urllib.request.Request(url)
+        if self.auth is not None:
+            pair = f"{self.auth[0]}:{self.auth[1]}".encode()
+            request.add_header("Authorization", "Basic " + base64.b64encode(pair).decode())
+        return request
+
+    def context(self) -> ssl.SSLContext | None:
+        if self.ca_file is None and self.client_cert is None:
+            return None
+        context = ssl.create_default_context(cafile=self.ca_file)
+        if self.client_cert is not None:
+            context.load_cert_chain(*self.client_cert)
+        return context
+
+
+def _load(source: str, timeout: float, access: Access) -> Any:
     if source.startswith(("http://", "https://")):
-        with urllib.request.urlopen(source, timeout=timeout) as response:
-            return json.loads(response.read(1 << 20))
+        request = access.request(source)
+        with urllib.request.urlopen(request, timeout=timeout, context=access.context()) as reply:
+            return json.loads(reply.read(1 << 20))
     return json.loads(Path(os.path.expanduser(source)).read_text(encoding="utf-8"))
 
 
@@ -112,11 +143,17 @@ def read(
     max_age: float | None = 300.0,
     timeout: float = 2.0,
     now: float | None = None,
+    auth: tuple[str, str] | None = None,
+    ca_file: str | None = None,
+    client_cert: tuple[str, str] | None = None,
 ) -> Throttle:
-    """The decision from a state file or a /throttle URL; never raises."""
+    """The decision from a state file or a /throttle URL; never raises.
+
+    `auth`, `ca_file` and `client_cert` are for a /throttle served with TLS / basic auth."""
     now = time.time() if now is None else now
+    access = Access(auth, ca_file, client_cert)
     try:
-        payload = _load(os.fspath(source), timeout)
+        payload = _load(os.fspath(source), timeout, access)
     except (OSError, urllib.error.URLError, ValueError, UnicodeDecodeError) as err:
         return default(default_max_agents, f"cannot read the decision: {type(err).__name__}")
     return parse(payload, default_max_agents, max_age, now)

@@ -217,14 +217,15 @@ def run(config: Config, args: argparse.Namespace) -> int:
     if not once:
         listen = getattr(args, "listen", None) or section["listen"]
         try:
-            http = server.start(controller.board, listen)
+            http = server.start(controller.board, listen, section["web_config_file"])
         except (OSError, ValueError) as err:
             log.error("cannot listen on %s: %s", listen, err)
             return 2
         log.info(
-            "controller: %d Alertmanager(s), adapter %s, GET http://%s/throttle, state %s",
+            "controller: %d Alertmanager(s), adapter %s, GET %s://%s/throttle, state %s",
             len(urls),
             adapter.name if adapter else "none",
+            "https" if getattr(http, "tls_context", None) else "http",
             listen,
             state_file,
         )
@@ -239,6 +240,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
                 publish_gate.failed(err)
             else:
                 publish_gate.succeeded()
+            runner.heartbeat()  # systemd's READY/watchdog: the cycle ran, even if the spool failed
             if once or runner.stopping:
                 return 0
             runner.wait(controller.next_wake(time.time(), interval))

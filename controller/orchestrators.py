@@ -13,6 +13,7 @@ from typing import Any
 from agentwatch.controller.adapters import Adapter, AdapterConfigError
 from agentwatch.controller.bernstein import BernsteinAdapter
 from agentwatch.controller.hooks import CommandAdapter, WebhookAdapter
+from agentwatch.exporter.secretfiles import InsecureFileError, require_private
 
 
 def read_token(
@@ -25,6 +26,10 @@ def read_token(
             raise AdapterConfigError(f"orchestrator.token_env: ${token_env} is empty or unset")
         return token
     if token_file is not None:
+        try:
+            require_private(token_file, "bearer token")  # others can read it: refuse
+        except InsecureFileError as err:
+            raise AdapterConfigError(f"orchestrator.token_file: {err}") from None
         try:
             lines = token_file.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as err:

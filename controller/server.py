@@ -11,8 +11,17 @@ import json
 import logging
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from agentwatch.exporter.webconfig import (
+    Authenticator,
+    WebConfig,
+    authorized,
+    load_for,
+    make_server,
+)
 
 log = logging.getLogger("agentwatch.controller")
 
@@ -31,11 +40,15 @@ class Board:
         return self._current
 
 
-def make_handler(board: Board) -> type[BaseHTTPRequestHandler]:
+def make_handler(board: Board, auth: Authenticator | None = None) -> type[BaseHTTPRequestHandler]:
+    """Routes /throttle and /healthz; with basic auth configured both need it."""
+
     class Handler(BaseHTTPRequestHandler):
         server_version = "agentwatch-controller"
 
         def do_GET(self) -> None:
+            if not authorized(self, auth):
+                return
             route = urlsplit(self.path).path
             if route == "/throttle":
                 ready, body = board.read()
@@ -60,10 +73,14 @@ def make_handler(board: Board) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def start(board: Board, listen: str) -> ThreadingHTTPServer:
-    """Bind and serve in a daemon thread; the caller shuts it down."""
+def start(board: Board, listen: str, web_config_file: Path | None = None) -> ThreadingHTTPServer:
+    """Bind and serve in a daemon thread; the caller shuts it down.
+
+    `web_config_file` (controller.web_config_file) adds TLS and/or basic auth; a broken one
+    raises WebConfigError (a ValueError) so the controller refuses to start."""
+    web: WebConfig | None = load_for(web_config_file, "controller")
+    auth = Authenticator(web.users) if web is not None and web.users else None
     host, _, port = listen.rpartition(":")
-    server = ThreadingHTTPServer((host.strip("[]"), int(port)), make_handler(board))
-    server.daemon_threads = True
+    server = make_server((host.strip("[]"), int(port)), make_handler(board, auth), web)
     threading.Thread(target=server.serve_forever, name="throttle-http", daemon=True).start()
     return server

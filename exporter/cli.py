@@ -169,6 +169,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="Alertmanager to post to, repeatable (default: controller.alertmanagers)",
     )
 
+    hash_password = commands.add_parser(
+        "hash-password",
+        help="print the bcrypt hash of a password, for basic_auth_users in a web config file",
+        description="Read a password (prompted twice on a terminal, else the first line of "
+        "stdin) and print its bcrypt hash, as `htpasswd -nBC 10` would; the hash goes under "
+        "basic_auth_users in the file that exporter.web_config_file or "
+        "controller.web_config_file names.",
+    )
+    hash_password.add_argument(
+        "--cost", type=int, default=10, choices=range(4, 16), metavar="4..15", help="bcrypt cost"
+    )
+
+    _add_install_commands(commands)
+
     config_cmd = commands.add_parser("config", help="check or show the configuration")
     config_sub = config_cmd.add_subparsers(dest="config_command", metavar="ACTION", required=True)
     config_sub.add_parser("check", help="validate the config file; print each problem with its key")
@@ -199,6 +213,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_install_commands(commands: argparse._SubParsersAction) -> None:
+    for name, summary in (
+        ("install", "write systemd user units, monitoring configs and an example config"),
+        ("uninstall", "remove what `agentwatch install` wrote (never your config or state)"),
+    ):
+        command = commands.add_parser(
+            name,
+            help=summary,
+            description=summary + ". Prints the `systemctl --user` commands to run; a "
+            "manifest in the data folder records each file, and files you changed are kept.",
+        )
+        command.add_argument("--dry-run", action="store_true", help="show, write nothing")
+        command.add_argument(
+            "--unit-dir",
+            type=Path,
+            help="unit folder (default: $AGENTWATCH_UNIT_DIR or ~/.config/systemd/user)",
+        )
+        command.add_argument(
+            "--prefix",
+            type=Path,
+            help="data folder (default: $AGENTWATCH_PREFIX or ~/.local/share/agentwatch)",
+        )
+        if name == "install":
+            command.add_argument(
+                "--force", action="store_true", help="also replace files changed since install"
+            )
+
+
 def _dirs(args: argparse.Namespace, cfg: config.Config) -> tuple[Path, Path]:
     spool_dir = getattr(args, "spool_dir", None) or cfg.spool_dir
     state_dir = getattr(args, "state_dir", None) or cfg.state_dir
@@ -211,9 +253,15 @@ def expected_sentinels(cfg: config.Config) -> list[str]:
 
 def _cmd_exporter(args: argparse.Namespace, cfg: config.Config) -> int:
     from agentwatch.exporter.server import SpoolCollector, serve
+    from agentwatch.exporter.webconfig import WebConfigError, load_for
 
     spool_dir, _ = _dirs(args, cfg)
     listen = args.listen or cfg["exporter"]["listen"]
+    try:
+        web = load_for(cfg["exporter"]["web_config_file"], "exporter")
+    except WebConfigError as err:
+        log.error("exporter.web_config_file: %s", err)
+        return 2
     collector = SpoolCollector(
         spool_dir,
         expected=expected_sentinels(cfg),
@@ -221,13 +269,18 @@ def _cmd_exporter(args: argparse.Namespace, cfg: config.Config) -> int:
         thresholds=cfg["thresholds"],
     )
     try:
-        server = serve(collector, listen)
+        server = serve(collector, listen, web)
     except OSError as err:
         log.error("cannot listen on %s: %s", listen, err)
         return 2
-    log.info("serving %s on http://%s/metrics", spool_dir, listen)
+    log.info("serving %s on %s://%s/metrics", spool_dir, web.scheme if web else "http", listen)
+    from agentwatch.exporter import notify
+
+    notifier = notify.Notifier()
+    notify.stop_on_sigterm(notifier)
     try:
-        server.serve_forever(poll_interval=3600)  # woken by requests and signals, not a timer
+        # Pings systemd's watchdog (if any) from the serving loop, after listing the spool.
+        notify.serve_forever(server, notifier, lambda: notify.list_dir(spool_dir))
     except KeyboardInterrupt:
         pass
     finally:
@@ -299,8 +352,47 @@ def _cmd_config(args: argparse.Namespace, cfg_path: Path | None) -> int:
         for problem in err.problems:
             print(f"problem: {problem}", file=sys.stderr)
         return 1
+    from agentwatch.exporter import secretfiles, webconfig
+
+    problems = []
+    for section in ("exporter", "controller"):
+        web_file = loaded[section]["web_config_file"]
+        if web_file is not None:
+            try:
+                webconfig.load(web_file)
+            except webconfig.WebConfigError as err:
+                problems.append(f"{section}.web_config_file: {err}")
+    for problem in problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    for warning in secretfiles.audit(loaded):
+        print(f"warning: {warning}", file=sys.stderr)
+    if problems:
+        return 1
     where = loaded.source or f"{path} (absent: all defaults)"
     print(f"config OK: {where}")
+    return 0
+
+
+def _cmd_hash_password(args: argparse.Namespace) -> int:
+    import getpass
+
+    from agentwatch.exporter.webconfig import hash_password
+
+    if sys.stdin.isatty():
+        password = getpass.getpass("Password: ")
+        if getpass.getpass("Again: ") != password:
+            print("agentwatch hash-password: the passwords differ", file=sys.stderr)
+            return 1
+    else:
+        password = sys.stdin.readline().rstrip("\r\n")
+    if not password:
+        print("agentwatch hash-password: empty password", file=sys.stderr)
+        return 1
+    try:
+        print(hash_password(password.encode("utf-8"), args.cost))
+    except ValueError as err:
+        print(f"agentwatch hash-password: {err}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -309,6 +401,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "config":
         return _cmd_config(args, args.config)
+    if args.command == "hash-password":
+        return _cmd_hash_password(args)
+    if args.command in ("install", "uninstall"):
+        from agentwatch.exporter import install
+
+        return install.run(args)
     try:
         cfg = config.load(args.config)
     except config.ConfigError as err:

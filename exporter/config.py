@@ -415,17 +415,25 @@ SCHEMA: dict[str, Any] = {
     },
     "exporter": {
         "listen": Key("127.0.0.1:9847", _listen_address, "HOST:PORT of /metrics"),
+        "web_config_file": Key(
+            None, _optional_path, "Prometheus-style web config: TLS, basic auth (null: plain HTTP)"
+        ),
         "stale_after_intervals": Key(
             3.0, _positive_number, "a spool file older than this many intervals is stale"
         ),
     },
     "controller": {
         "alertmanagers": Key(
-            ["http://127.0.0.1:9093"], _http_urls, "Alertmanagers to read (all peers of an HA pair)"
+            ["http://127.0.0.1:9851"],
+            _http_urls,
+            "Alertmanagers to read (all peers of an HA pair; default: the stack's own)",
         ),
         "interval": Key(15.0, _duration, "seconds between read-decide-apply cycles"),
         "timeout": Key(5.0, _duration, "HTTP timeout for Alertmanager and the orchestrator"),
         "listen": Key("127.0.0.1:9848", _listen_address, "HOST:PORT of GET /throttle"),
+        "web_config_file": Key(
+            None, _optional_path, "Prometheus-style web config: TLS, basic auth (null: plain HTTP)"
+        ),
         "state_file": Key(
             None, _optional_path, "decision JSON (default <state_dir>/controller.json)"
         ),
@@ -487,6 +495,7 @@ SCHEMA: dict[str, Any] = {
         "scrape_interval": Key(15.0, _duration, "how often Prometheus scrapes the exporter"),
         "evaluation_interval": Key(15.0, _duration, "how often Prometheus evaluates the rules"),
         "group_wait": Key(10.0, _duration, "Alertmanager wait before the first message"),
+        "group_interval": Key(60.0, _duration, "Alertmanager wait before telling a change"),
         "retention": Key("15d", _string, "Prometheus retention of the stack's own TSDB"),
     },
     "demo": {

@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import requests
+
 log = logging.getLogger("agentwatch.demo")
 SESSION = "agentwatch-demo"
 TMUX_TIMEOUT = 5.0
@@ -55,6 +57,7 @@ class Settings:
     burn_seconds: float
     stall_after_turns: int
     default_agents: int = 4
+    orchestrator_url: str | None = None
 
 
 def desired_agents(settings: Settings) -> int:
@@ -145,9 +148,20 @@ def agent_argv(role: Role, settings: Settings, seed: int) -> list[str]:
     return argv
 
 
+def report(settings: Settings, agents: int) -> None:
+    """Tell the demo orchestrator how many agents run (what its /status then shows)."""
+    if settings.orchestrator_url is None:
+        return
+    try:
+        requests.post(f"{settings.orchestrator_url}/usage", json={"agents": agents}, timeout=1.0)
+    except requests.RequestException as err:
+        log.debug("demo orchestrator not reachable: %s", err)
+
+
 def reconcile(tmux: Tmux, settings: Settings, wanted: int, seeds: dict[str, int]) -> None:
     """Open the first `wanted` roles of the roster that are missing; close the rest."""
     running = set(tmux.windows())
+    report(settings, len(running))
     keep = [role.project for role in ROSTER[:wanted]]
     for index, role in enumerate(ROSTER[:wanted]):
         if role.project not in running:
@@ -188,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("claude_dir", type=Path, help="the demo's CLAUDE_CONFIG_DIR")
     parser.add_argument("--tmux-socket", type=Path, required=True)
     parser.add_argument("--orchestrator-state", type=Path, help="demo orchestrator state JSON")
+    parser.add_argument("--orchestrator-url", help="demo orchestrator URL (agents are reported)")
     parser.add_argument("--seconds-per-turn", type=float, default=4.0)
     parser.add_argument("--burn-seconds", type=float, default=900.0)
     parser.add_argument("--stall-after", type=int, default=8)
@@ -196,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     settings = Settings(
         args.claude_dir, args.tmux_socket, args.orchestrator_state, args.seconds_per_turn,
-        args.burn_seconds, args.stall_after, args.agents,
+        args.burn_seconds, args.stall_after, args.agents, args.orchestrator_url,
     )  # fmt: skip
     return run(settings)
 

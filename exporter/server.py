@@ -24,6 +24,7 @@ from prometheus_client.metrics_core import GaugeMetricFamily, InfoMetricFamily, 
 
 from agentwatch.exporter import __version__
 from agentwatch.exporter.spool import SpoolFile, SpoolReader
+from agentwatch.exporter.webconfig import Authenticator, WebConfig, authorized, make_server
 
 log = logging.getLogger("agentwatch.exporter")
 
@@ -238,7 +239,10 @@ def _landing_page(health: list[SentinelHealth], now: float) -> bytes:
     return body.encode("utf-8")
 
 
-def make_handler(collector: SpoolCollector) -> type[BaseHTTPRequestHandler]:
+def make_handler(
+    collector: SpoolCollector, auth: Authenticator | None = None
+) -> type[BaseHTTPRequestHandler]:
+    """Routes /metrics, / and /healthz; with basic auth configured every path needs it."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(collector)  # type: ignore[arg-type]
 
@@ -246,6 +250,8 @@ def make_handler(collector: SpoolCollector) -> type[BaseHTTPRequestHandler]:
         server_version = f"agentwatch/{__version__}"
 
         def do_GET(self) -> None:
+            if not authorized(self, auth):
+                return
             route = urlsplit(self.path).path
             if route == "/metrics":
                 encoder, content_type = choose_encoder(self.headers.get("Accept", ""))
@@ -283,9 +289,12 @@ def parse_listen(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def serve(collector: SpoolCollector, listen: str) -> ThreadingHTTPServer:
-    """Bind (loopback by default, via config) and return the server; caller runs it."""
+def serve(
+    collector: SpoolCollector, listen: str, web: WebConfig | None = None
+) -> ThreadingHTTPServer:
+    """Bind (loopback by default, via config) and return the server; caller runs it.
+
+    `web` (exporter.web_config_file) adds TLS and/or basic auth; None is plain HTTP."""
     host, port = parse_listen(listen)
-    server = ThreadingHTTPServer((host, port), make_handler(collector))
-    server.daemon_threads = True
-    return server
+    auth = Authenticator(web.users) if web is not None and web.users else None
+    return make_server((host, port), make_handler(collector, auth), web)

@@ -85,6 +85,7 @@ def alertmanager_config(cfg: config.Config, rules_dir: Path = RULES_DIR) -> dict
             hook["url"] = url
     route = raw.setdefault("route", {})
     route["group_wait"] = _seconds(stack["group_wait"])
+    route["group_interval"] = _seconds(stack["group_interval"])
     raw["templates"] = [
         pattern if Path(pattern).is_absolute() else str(rules_dir / pattern)
         for pattern in raw.get("templates", [])

@@ -116,8 +116,8 @@ def derived_config(args: argparse.Namespace, cfg: config.Config, layout: Layout)
     raw = _raw_config(args.config)
     extra: dict[str, Any] = {}
     if layout.stack and "alertmanagers" not in (raw.get("controller") or {}):
-        alertmanager = f"http://{cfg['stack']['alertmanager_listen']}"
-        extra["controller"] = {"alertmanagers": [alertmanager]}
+        # the stack's own Alertmanager, wherever stack.alertmanager_listen put it
+        extra["controller"] = {"alertmanagers": [f"http://{cfg['stack']['alertmanager_listen']}"]}
     if layout.demo:
         socket = str(layout.tmux_socket)
         sentinels = raw.get("sentinels") or {}
@@ -198,6 +198,7 @@ def plan(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> list[C
             Child("demo", [sys.executable, "-m", "agentwatch.exporter.demo_workload",
                            str(layout.claude_dir), "--tmux-socket", str(layout.tmux_socket),
                            "--orchestrator-state", str(layout.orchestrator_state),
+                           "--orchestrator-url", f"http://{demo['orchestrator_listen']}",
                            "--seconds-per-turn", str(demo["seconds_per_turn"]),
                            "--burn-seconds", str(demo["burn_seconds"]),
                            "--stall-after", str(demo["stall_after_turns"])], env),

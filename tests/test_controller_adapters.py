@@ -340,6 +340,7 @@ def test_build_refuses_incomplete_adapter_config(tmp_path: Path) -> None:
         orchestrators.build(base | {"kind": "command"}, {})
     token_file = tmp_path / "token"
     token_file.write_text("abc\n")
+    token_file.chmod(0o600)  # a token file others can read is refused
     built = orchestrators.build(base | {"url": URL, "token_file": token_file}, {})
     assert isinstance(built, BernsteinAdapter)
     assert built.session.headers["Authorization"] == "Bearer abc"

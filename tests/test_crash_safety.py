@@ -77,7 +77,8 @@ def test_sigkill_during_backfill_never_double_counts(tmp_path: Path) -> None:
     kills = 0
     for _ in range(60):  # until a run is allowed to finish the backfill by itself
         process = subprocess.Popen(argv, env=env)
-        time.sleep(rng.uniform(0.1, 0.1 + clean_seconds / 4))
+        # Short runs: each killed run commits some progress, so the backfill must take many.
+        time.sleep(rng.uniform(0.1, 0.1 + clean_seconds / 8))
         if process.poll() is not None:
             break
         process.send_signal(signal.SIGKILL)

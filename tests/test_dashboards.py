@@ -579,7 +579,7 @@ def test_datasource_provisioning() -> None:
     (source,) = document["datasources"]
     assert source["type"] == "prometheus" and source["access"] == "proxy"
     assert source["uid"] == BUILD.DATASOURCE_UID == "agentwatch-prometheus"
-    assert source["url"] == "http://127.0.0.1:9090"
+    assert source["url"] == "http://127.0.0.1:9850"
     assert re.fullmatch(r"\d+s", source["jsonData"]["timeInterval"])
 
 

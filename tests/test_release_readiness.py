@@ -441,6 +441,7 @@ def test_ci_token_from_file_env_or_none(
     monkeypatch.setenv("GITHUB_TOKEN", "from-env")
     token_file = tmp_path / "token"
     token_file.write_text("ghp_fromfile\n")
+    token_file.chmod(0o600)  # a token file others can read is refused
     answer(github)
     assert not ci(token_file=token_file).check(SHA).verdict.error
     assert github.calls[0].request.headers["Authorization"] == "Bearer ghp_fromfile"

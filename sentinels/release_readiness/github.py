@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import requests
 
 from agentwatch.exporter import __version__
+from agentwatch.exporter.secretfiles import InsecureFileError, require_private
 from agentwatch.sentinels.release_readiness.probes import Verdict
 
 SUCCESS, FAILURE, PENDING, NONE = "success", "failure", "pending", "none"
@@ -100,6 +101,10 @@ class GitHubCi:
         the token_env variable, else none (public repositories, low rate limit)."""
         path = self.settings.token_file
         if path is not None:
+            try:
+                require_private(path, "GitHub token")  # others can read it: refuse
+            except InsecureFileError as err:
+                raise ApiError(str(err)) from None
             try:
                 token = path.read_text(encoding="utf-8").strip()
             except (OSError, UnicodeDecodeError) as err:

@@ -1,0 +1,446 @@
+"""`agentwatch install` / `uninstall`: systemd user units plus the files they point at.
+
+Install renders the units of `systemd/` for this machine (the real command, data and state
+paths, the configured addresses), copies the rules, the Alertmanager config and the Grafana
+provisioning under the data folder, writes a commented example config if none exists, and
+records what it wrote with a checksum in a manifest. Uninstall removes exactly those files,
+and only while they are unchanged: the user's config, edits and state are never touched.
+Neither runs systemctl; both print the commands to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from agentwatch.exporter import __version__, config, paths, stack
+
+ROOT = Path(__file__).resolve().parents[1]
+SYSTEMD_DIR = ROOT / "systemd"
+RULES_DIR = ROOT / "rules"
+GRAFANA_DIR = ROOT / "grafana"
+MANIFEST = "install-manifest.json"
+DASHBOARDS_PLACEHOLDER = "@AGENTWATCH_DASHBOARDS_DIR@"
+
+# Literal paths in systemd/*.service (the layout of `pipx install` with XDG defaults) that
+# install replaces with this machine's real ones.
+UNIT_COMMAND = "%h/.local/bin/agentwatch"
+UNIT_DATA = "%h/.local/share/agentwatch"
+UNIT_STATE = "%h/.local/state/agentwatch"
+LOOP_SENTINELS = ("token-ledger", "resources", "footprint", "idle-error")
+OPTIONAL_UNITS = {
+    "agentwatch-prometheus.service": "prometheus",
+    "agentwatch-alertmanager.service": "alertmanager",
+}
+_UNSAFE_IN_UNIT = re.compile(r"[\s\"'\\$%;]")
+
+
+class InstallError(Exception):
+    """Something that makes the install impossible as asked; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where install writes: overridable by options or environment, so tests use tmp dirs."""
+
+    unit_dir: Path
+    prefix: Path
+    config_file: Path
+    command: tuple[str, ...]
+
+    @property
+    def manifest(self) -> Path:
+        return self.prefix / MANIFEST
+
+
+@dataclass(frozen=True)
+class Planned:
+    path: Path
+    content: bytes
+    mode: int = 0o644
+
+
+@dataclass
+class Plan:
+    files: list[Planned] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, path: Path, text: str | bytes, mode: int = 0o644) -> None:
+        data = text.encode() if isinstance(text, str) else text
+        self.files.append(Planned(path, data, mode))
+
+
+def _xdg(variable: str, fallback: str) -> Path:
+    value = os.environ.get(variable, "")
+    return Path(value) if value and os.path.isabs(value) else Path.home() / fallback
+
+
+def default_unit_dir() -> Path:
+    override = os.environ.get("AGENTWATCH_UNIT_DIR")
+    return Path(override) if override else _xdg("XDG_CONFIG_HOME", ".config") / "systemd" / "user"
+
+
+def default_prefix() -> Path:
+    override = os.environ.get("AGENTWATCH_PREFIX")
+    return Path(override) if override else _xdg("XDG_DATA_HOME", ".local/share") / paths.APP
+
+
+def agentwatch_command() -> tuple[str, ...]:
+    """How a unit runs agentwatch: the console script next to this Python, else `python -m`.
+    sys.executable is kept unresolved: a venv's python is a symlink that must stay one."""
+    script = Path(sys.executable).parent / "agentwatch"
+    if script.is_file() and os.access(script, os.X_OK):
+        return (str(script),)
+    return (sys.executable, "-m", "agentwatch.exporter.cli")
+
+
+def target_from(args: argparse.Namespace) -> Target:
+    unit_dir = getattr(args, "unit_dir", None) or default_unit_dir()
+    prefix = getattr(args, "prefix", None) or default_prefix()
+    return Target(
+        unit_dir=unit_dir.expanduser().absolute(),
+        prefix=prefix.expanduser().absolute(),
+        config_file=(args.config or paths.default_config_file()).expanduser().absolute(),
+        command=agentwatch_command(),
+    )
+
+
+def unit_word(value: str | Path) -> str:
+    """A path as one word of a unit file; paths systemd would split or expand are refused."""
+    text = str(value)
+    if _UNSAFE_IN_UNIT.search(text):
+        raise InstallError(
+            f"{text!r} contains a space, quote, backslash, '$', '%' or ';', which a unit file "
+            "would split or expand: choose --prefix/--unit-dir/--config paths without them"
+        )
+    return text
+
+
+def render_unit(text: str, exec_start: list[str] | None, words: Mapping[str, str]) -> str:
+    """A unit of systemd/ with this machine's paths: each placeholder path in `words` is
+    replaced, and the ExecStart= line too when `exec_start` is given (Prometheus and
+    Alertmanager, whose flags come from the config)."""
+    for placeholder, real in words.items():
+        text = text.replace(placeholder, real)
+    if exec_start is not None:
+        line = "ExecStart=" + " ".join(unit_word(word) for word in exec_start)
+        text = re.sub(r"^ExecStart=.*$", lambda _: line, text, count=1, flags=re.M)
+    return text
+
+
+def _writable_lines(paths_: list[Path]) -> str:
+    return "".join(f"ReadWritePaths=-{unit_word(path)}\n" for path in paths_)
+
+
+def plan_units(cfg: config.Config, target: Target, plan: Plan) -> list[str]:
+    """Add every unit to the plan; returns the optional units left out (binary missing)."""
+    state = cfg.state_dir.expanduser().absolute()
+    command = list(target.command)
+    if target.config_file != paths.default_config_file().absolute():
+        command += ["--config", str(target.config_file)]
+    words = {
+        UNIT_COMMAND: " ".join(unit_word(word) for word in command),
+        UNIT_DATA: unit_word(target.prefix),
+        UNIT_STATE: unit_word(state),
+    }
+    # A configured spool folder outside $XDG_RUNTIME_DIR must stay writable for the writers.
+    extra = [cfg.spool_dir.expanduser().absolute()] if cfg["spool_dir"] is not None else []
+    files = stack_files(target, state)
+    found = stack.binaries()
+    argv = {
+        "prometheus": lambda binary: stack.prometheus_argv(binary, cfg, files),
+        "alertmanager": lambda binary: stack.alertmanager_argv(binary, cfg, files),
+    }
+    left_out = []
+    for source in sorted(SYSTEMD_DIR.glob("agentwatch*.*")):
+        exec_start = None
+        if source.name in OPTIONAL_UNITS:
+            tool = OPTIONAL_UNITS[source.name]
+            if found[tool] is None:
+                left_out.append(source.name)
+                plan.notes.append(f"{source.name} left out: no {tool} binary on PATH")
+                continue
+            if tool == "alertmanager" and not (RULES_DIR / "alertmanager.yml").is_file():
+                left_out.append(source.name)
+                continue
+            exec_start = argv[tool](str(found[tool]))
+        text = render_unit(source.read_text(encoding="utf-8"), exec_start, words)
+        if extra and "RuntimeDirectoryPreserve=yes\n" in text:
+            text = text.replace(
+                "RuntimeDirectoryPreserve=yes\n",
+                "RuntimeDirectoryPreserve=yes\n" + _writable_lines(extra),
+            )
+        plan.add(target.unit_dir / source.name, text)
+    return left_out
+
+
+def stack_files(target: Target, state: Path) -> stack.StackFiles:
+    return stack.StackFiles(
+        prometheus_config=target.prefix / "prometheus" / "prometheus.yml",
+        prometheus_data=state / "prometheus",
+        alertmanager_config=target.prefix / "alertmanager" / "alertmanager.yml",
+        alertmanager_data=state / "alertmanager",
+        alerts_log=state / "alerts.jsonl",
+    )
+
+
+def plan_monitoring(cfg: config.Config, target: Target, plan: Plan) -> None:
+    """Rules, Prometheus and Alertmanager configs and Grafana provisioning for this install."""
+    rules_dir = target.prefix / "rules"
+    rules = sorted(RULES_DIR.glob("*.rules.yml"))
+    if not rules:
+        raise InstallError(f"no rules found in {RULES_DIR}: is this a complete checkout?")
+    for source in rules:
+        plan.add(rules_dir / source.name, source.read_bytes())
+    files = stack_files(target, cfg.state_dir)
+    prometheus = stack.prometheus_config(
+        cfg, cfg["exporter"]["listen"], [rules_dir / source.name for source in rules]
+    )
+    header = "# Written by `agentwatch install`; `agentwatch uninstall` removes it if unchanged.\n"
+    plan.add(files.prometheus_config, header + yaml.safe_dump(prometheus, sort_keys=False))
+    alertmanager = RULES_DIR / "alertmanager.yml"
+    if alertmanager.is_file():
+        # Chat webhooks and tokens end up in the installed copy: readable by the user only.
+        plan.add(files.alertmanager_config, alertmanager.read_bytes(), mode=0o600)
+        for template in sorted((RULES_DIR / "templates").glob("*")):
+            if template.is_file():
+                plan.add(
+                    files.alertmanager_config.parent / "templates" / template.name,
+                    template.read_bytes(),
+                )
+    else:
+        plan.notes.append(f"no {alertmanager}: Alertmanager config not installed")
+    dashboards = target.prefix / "grafana" / "dashboards"
+    for source in sorted((GRAFANA_DIR / "dashboards").glob("*.json")):
+        plan.add(dashboards / source.name, source.read_bytes())
+    prometheus_url = f"http://{cfg['stack']['prometheus_listen']}"
+    for source in sorted((GRAFANA_DIR / "provisioning").glob("*/*.yml")):
+        text = source.read_text(encoding="utf-8").replace(DASHBOARDS_PLACEHOLDER, str(dashboards))
+        text = text.replace("http://127.0.0.1:9850", prometheus_url)
+        plan.add(
+            target.prefix / "grafana" / "provisioning" / source.parent.name / source.name, text
+        )
+
+
+def build_plan(cfg: config.Config, target: Target) -> tuple[Plan, list[str]]:
+    plan = Plan()
+    left_out = plan_units(cfg, target, plan)
+    plan_monitoring(cfg, target, plan)
+    local = f"http://{cfg['stack']['alertmanager_listen']}"
+    if "agentwatch-alertmanager.service" not in left_out and all(
+        not url.rstrip("/").startswith(local) for url in cfg["controller"]["alertmanagers"]
+    ):
+        plan.notes.append(
+            f"the controller reads controller.alertmanagers {cfg['controller']['alertmanagers']}; "
+            f"to use the installed Alertmanager set it to ['{local}'] in {target.config_file}"
+        )
+    return plan, left_out
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _file_digest(path: Path) -> str | None:
+    try:
+        return _digest(path.read_bytes())
+    except FileNotFoundError:
+        return None
+
+
+def read_manifest(path: Path) -> dict[str, str]:
+    """{file: sha256 as written}; empty when there is none. A broken manifest is an error:
+    guessing what to delete is worse than refusing."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as err:
+        raise InstallError(f"cannot read the install manifest {path}: {err}") from err
+    files = raw.get("files") if isinstance(raw, dict) else None
+    if not isinstance(files, dict):
+        raise InstallError(f"install manifest {path} has no 'files' table")
+    return {str(name): str(digest) for name, digest in files.items()}
+
+
+def _write_file(path: Path, data: bytes, mode: int) -> None:
+    """Atomic write with the final mode set before the content appears."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def _write_manifest(target: Target, files: dict[str, str]) -> None:
+    document = {"agentwatch": __version__, "files": dict(sorted(files.items()))}
+    _write_file(target.manifest, (json.dumps(document, indent=2) + "\n").encode(), 0o644)
+
+
+def install(cfg: config.Config, target: Target, dry_run: bool, force: bool) -> int:
+    try:
+        plan, left_out = build_plan(cfg, target)
+        recorded = read_manifest(target.manifest)
+    except InstallError as err:
+        print(f"agentwatch install: {err}", file=sys.stderr)
+        return 2
+    verb = "would " if dry_run else ""
+    written = dict(recorded)
+    kept = 0
+    for item in plan.files:
+        name = str(item.path)
+        current = _file_digest(item.path)
+        wanted = _digest(item.content)
+        if current == wanted:
+            action = "unchanged"
+        elif current is None:
+            action = "create"
+        elif current == recorded.get(name) or force:
+            action = "update"
+        else:
+            why = "changed since install" if name in recorded else "not written by install"
+            print(f"  keep    {item.path} ({why}; --force replaces it)")
+            kept += 1
+            continue
+        if action != "unchanged" and not dry_run:
+            _write_file(item.path, item.content, item.mode)
+        if current != wanted or name not in recorded:
+            print(f"  {verb}{action:<8}{item.path}")
+        written[name] = wanted
+    if not target.config_file.exists():
+        print(f"  {verb}create  {target.config_file} (example config, every key commented)")
+        if not dry_run:
+            _write_file(target.config_file, config.defaults_as_yaml().encode(), 0o600)
+    if not dry_run:
+        _write_manifest(target, written)
+    for note in plan.notes:
+        print(f"  note: {note}")
+    print(next_steps(cfg, target, left_out, dry_run))
+    return 1 if kept else 0
+
+
+def unit_names(cfg: config.Config, left_out: list[str]) -> tuple[list[str], list[str]]:
+    """(units to enable for the core set, optional units) by the config's enabled sentinels."""
+    core = ["agentwatch-exporter.service"]
+    core += [
+        f"agentwatch-sentinel@{name}.service"
+        for name in LOOP_SENTINELS
+        if cfg.sentinel(name)["enabled"]
+    ]
+    if cfg.sentinel("release-readiness")["enabled"]:
+        core.append("agentwatch-release-readiness.timer")
+    optional = [name for name in OPTIONAL_UNITS if name not in left_out]
+    optional.append("agentwatch-controller.service")
+    return core, optional
+
+
+def next_steps(cfg: config.Config, target: Target, left_out: list[str], dry_run: bool) -> str:
+    core, optional = unit_names(cfg, left_out)
+    user = os.environ.get("USER") or "$USER"
+    lines = [
+        "",
+        "Nothing was written (--dry-run). Then run:" if dry_run else "Now run:",
+        "  systemctl --user daemon-reload",
+        f"  systemctl --user enable --now {' '.join(core)}",
+        "Optional (Prometheus + Alertmanager with the agentwatch rules, and the controller):",
+        f"  systemctl --user enable --now {' '.join(optional)}",
+        "Keep them running while you are logged out:",
+        f"  loginctl enable-linger {user}",
+        "Logs: journalctl --user -u 'agentwatch-*' -f",
+        f"Grafana provisioning: {target.prefix / 'grafana' / 'provisioning'}",
+    ]
+    if target.unit_dir != (_xdg("XDG_CONFIG_HOME", ".config") / "systemd" / "user"):
+        lines.append(f"(units went to {target.unit_dir}, which systemd --user may not read)")
+    return "\n".join(lines)
+
+
+def uninstall(cfg: config.Config, target: Target, dry_run: bool) -> int:
+    try:
+        recorded = read_manifest(target.manifest)
+    except InstallError as err:
+        print(f"agentwatch uninstall: {err}", file=sys.stderr)
+        return 2
+    if not recorded:
+        print(f"agentwatch uninstall: nothing to do (no manifest at {target.manifest})")
+        return 0
+    units = sorted(
+        Path(name).name
+        for name in recorded
+        if Path(name).parent == target.unit_dir
+        and Path(name).name != "agentwatch-sentinel@.service"
+    )
+    instances = [f"agentwatch-sentinel@{name}.service" for name in LOOP_SENTINELS]
+    print("First stop and disable the units:")
+    print(f"  systemctl --user disable --now {' '.join(instances + units)}")
+    verb = "would remove" if dry_run else "remove"
+    kept: dict[str, str] = {}
+    for name, digest in sorted(recorded.items()):
+        path = Path(name)
+        current = _file_digest(path)
+        if current is None:
+            continue
+        if current != digest:
+            print(f"  keep    {path} (changed since install)")
+            kept[name] = digest
+            continue
+        print(f"  {verb} {path}")
+        if not dry_run:
+            path.unlink()
+            if path.is_relative_to(target.prefix):  # our data folder; the unit folder is shared
+                _remove_empty_parents(path.parent, stop_at={target.prefix.parent})
+    if not dry_run:
+        if kept:
+            _write_manifest(target, kept)
+        else:
+            target.manifest.unlink(missing_ok=True)
+            _remove_empty_parents(target.prefix, stop_at={target.prefix.parent})
+    print("Then: systemctl --user daemon-reload")
+    print(f"Kept: your config {target.config_file} and state {cfg.state_dir} (delete by hand).")
+    return 0
+
+
+def _remove_empty_parents(folder: Path, stop_at: set[Path]) -> None:
+    """Remove folders install created and left empty, up to (not including) `stop_at`."""
+    while folder not in stop_at and folder != folder.parent:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
+
+
+def load_config(path: Path | None) -> config.Config:
+    """The config install renders from; a --config file that does not exist yet is fine
+    (install writes the example there), so it means all defaults."""
+    if path is not None and not path.exists():
+        return config.from_mapping({}, None)
+    return config.load(path)
+
+
+def run(args: argparse.Namespace) -> int:
+    """`agentwatch install` and `agentwatch uninstall`."""
+    try:
+        cfg = load_config(args.config)
+    except config.ConfigError as err:
+        for problem in err.problems:
+            print(f"agentwatch {args.command}: config problem: {problem}", file=sys.stderr)
+        return 2
+    target = target_from(args)
+    if args.command == "install":
+        return install(cfg, target, args.dry_run, args.force)
+    return uninstall(cfg, target, args.dry_run)

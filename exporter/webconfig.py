@@ -1,0 +1,355 @@
+"""TLS and basic auth for our HTTP listeners, from a Prometheus exporter-toolkit web config file.
+
+The file format is the one Prometheus and its exporters read (`--web.config.file`), so the
+same file and the same bcrypt hashes (`htpasswd -B`, `agentwatch hash-password`) work for
+both. Every problem is a `WebConfigError` naming the key; a listener with a broken web config
+refuses to start instead of falling back to plain HTTP. Paths in the file are relative to it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import logging
+import os
+import socket
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import bcrypt
+import yaml
+
+from agentwatch.exporter import secretfiles
+
+log = logging.getLogger("agentwatch.exporter.webconfig")
+
+REALM = "agentwatch"
+HANDSHAKE_TIMEOUT = 10.0
+CLIENT_AUTH = {
+    "NoClientCert": ssl.CERT_NONE,
+    "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
+    "RequireAndVerifyClientCert": ssl.CERT_REQUIRED,
+}
+TLS_VERSIONS = {
+    "TLS12": ssl.TLSVersion.TLSv1_2,
+    "TLS13": ssl.TLSVersion.TLSv1_3,
+}
+# Keys of the exporter-toolkit format we know but do not implement: named, not ignored.
+UNSUPPORTED = {
+    "tls_server_config": (
+        "cert",
+        "key",
+        "cipher_suites",
+        "curve_preferences",
+        "prefer_server_cipher_suites",
+        "client_allowed_sans",
+    ),
+    "": ("http_server_config",),
+}
+TLS_KEYS = ("cert_file", "key_file", "client_auth_type", "client_ca_file", "min_version")
+TLS_KEYS += ("max_version",)
+TOP_KEYS = ("tls_server_config", "basic_auth_users")
+# bcrypt of a random password: unknown users cost as much time as known ones.
+_DUMMY_HASH = b"$2b$10$HSSimjcz/pEgksn29nwxL.pdGcWX7z/MuxxW/xEDcCyHm78yiy9cu"
+
+
+class WebConfigError(ValueError):
+    """The web config file is unusable; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    cert_file: Path
+    key_file: Path
+    client_auth_type: str = "NoClientCert"
+    client_ca_file: Path | None = None
+    min_version: str = "TLS12"
+    max_version: str | None = None
+
+
+@dataclass(frozen=True)
+class WebConfig:
+    """What one listener needs: a TLS context (or None: plain HTTP) and the users."""
+
+    source: Path
+    tls: TlsSettings | None
+    users: Mapping[str, bytes] = field(default_factory=dict)
+    context: ssl.SSLContext | None = None
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls else "http"
+
+
+def read_raw(path: Path) -> dict[str, Any]:
+    """The file's YAML mapping; WebConfigError when it cannot be read or is not a mapping."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        reason = getattr(err, "strerror", None) or type(err).__name__
+        raise WebConfigError(f"{path}: cannot read the web config file: {reason}") from None
+    except yaml.YAMLError as err:
+        raise WebConfigError(f"{path}: not valid YAML: {err}") from None
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise WebConfigError(f"{path}: expected a mapping with tls_server_config/basic_auth_users")
+    return raw
+
+
+def _check_keys(mapping: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    for key in mapping:
+        name = f"{where}.{key}" if where else str(key)
+        if key in UNSUPPORTED.get(where, ()):
+            raise WebConfigError(
+                f"{name}: not supported by agentwatch (known: {', '.join(allowed)})"
+            )
+        if key not in allowed:
+            raise WebConfigError(f"{name}: unknown key (known here: {', '.join(allowed)})")
+
+
+def _file(value: Any, key: str, base: Path) -> Path:
+    if not isinstance(value, str) or not value.strip():
+        raise WebConfigError(f"tls_server_config.{key}: expected a file path")
+    path = Path(os.path.expanduser(value))
+    path = path if path.is_absolute() else base / path
+    if not path.is_file() or not os.access(path, os.R_OK):
+        raise WebConfigError(f"tls_server_config.{key}: {path} is missing or not readable")
+    return path
+
+
+def _choice(value: Any, options: Mapping[str, Any], key: str) -> str:
+    if value not in options:
+        raise WebConfigError(f"{key}: {value!r} is not one of {', '.join(options)}")
+    return str(value)
+
+
+def _tls(raw: Any, base: Path) -> TlsSettings:
+    if not isinstance(raw, dict):
+        raise WebConfigError("tls_server_config: expected a mapping")
+    _check_keys(raw, TLS_KEYS, "tls_server_config")
+    for key in ("cert_file", "key_file"):
+        if key not in raw:
+            raise WebConfigError(f"tls_server_config.{key}: required for TLS")
+    auth = _choice(
+        raw.get("client_auth_type", "NoClientCert"),
+        CLIENT_AUTH,
+        "tls_server_config.client_auth_type",
+    )
+    ca = raw.get("client_ca_file")
+    ca_file = None if ca is None else _file(ca, "client_ca_file", base)
+    if auth != "NoClientCert" and ca_file is None:
+        raise WebConfigError(f"tls_server_config.client_ca_file: required with {auth}")
+    max_version = raw.get("max_version")
+    return TlsSettings(
+        cert_file=_file(raw["cert_file"], "cert_file", base),
+        key_file=_file(raw["key_file"], "key_file", base),
+        client_auth_type=auth,
+        client_ca_file=ca_file,
+        min_version=_choice(
+            raw.get("min_version", "TLS12"), TLS_VERSIONS, "tls_server_config.min_version"
+        ),
+        max_version=None
+        if max_version is None
+        else _choice(max_version, TLS_VERSIONS, "tls_server_config.max_version"),
+    )
+
+
+def _users(raw: Any) -> dict[str, bytes]:
+    if not isinstance(raw, dict):
+        raise WebConfigError("basic_auth_users: expected a mapping of user name to bcrypt hash")
+    users: dict[str, bytes] = {}
+    for user, hashed in raw.items():
+        if not isinstance(user, str) or not user or ":" in user:
+            raise WebConfigError(f"basic_auth_users: {user!r} is not a user name (no ':')")
+        if not isinstance(hashed, str) or not _is_bcrypt(hashed):
+            raise WebConfigError(
+                f"basic_auth_users.{user}: not a bcrypt hash (make one with "
+                "`agentwatch hash-password` or `htpasswd -nBC 10 '' | tr -d ':'`)"
+            )
+        users[user] = hashed.encode("ascii")
+    return users
+
+
+def _is_bcrypt(text: str) -> bool:
+    return len(text) == 60 and text[:4] in ("$2a$", "$2b$", "$2y$") and text.isascii()
+
+
+def context_of(tls: TlsSettings) -> ssl.SSLContext:
+    """The server TLS context; WebConfigError when the certificate or key cannot be loaded."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = TLS_VERSIONS[tls.min_version]
+    if tls.max_version is not None:
+        context.maximum_version = TLS_VERSIONS[tls.max_version]
+    try:
+        context.load_cert_chain(tls.cert_file, tls.key_file)
+    except (ssl.SSLError, OSError) as err:
+        raise WebConfigError(
+            f"tls_server_config: cannot load {tls.cert_file} with {tls.key_file}: {err}"
+        ) from None
+    context.verify_mode = CLIENT_AUTH[tls.client_auth_type]
+    if tls.client_ca_file is not None:
+        try:
+            context.load_verify_locations(cafile=tls.client_ca_file)
+        except (ssl.SSLError, OSError) as err:
+            raise WebConfigError(
+                f"tls_server_config.client_ca_file: cannot load {tls.client_ca_file}: {err}"
+            ) from None
+    return context
+
+
+def load(path: Path) -> WebConfig:
+    """Read and check the file, load the certificate; WebConfigError names the problem."""
+    raw = read_raw(path)
+    try:
+        _check_keys(raw, TOP_KEYS, "")
+        tls = None
+        if raw.get("tls_server_config") is not None:
+            tls = _tls(raw["tls_server_config"], path.parent)
+        users = _users(raw.get("basic_auth_users") or {})
+        warnings = [secretfiles.problem(path, "web config: password hashes")]
+        if tls is not None:
+            warnings.append(secretfiles.require_private(tls.key_file, "TLS private key"))
+        context = context_of(tls) if tls is not None else None
+    except (WebConfigError, secretfiles.InsecureFileError) as err:
+        raise WebConfigError(f"{path}: {err}") from None
+    return WebConfig(path, tls, users, context, tuple(w for w in warnings if w))
+
+
+class Authenticator:
+    """Checks `Authorization: Basic` against bcrypt hashes, in constant time.
+
+    bcrypt is slow by design; a scrape every 15 s must not pay it each time, so a password that
+    verified once is remembered (as a SHA-256, per user and hash) for the process lifetime and
+    later compared with hmac.compare_digest."""
+
+    def __init__(self, users: Mapping[str, bytes]):
+        self.users = dict(users)
+        self._verified: dict[tuple[str, bytes], bytes] = {}
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.users)
+
+    def check(self, header: str | None) -> bool:
+        if not self.users:
+            return True
+        credentials = _basic_credentials(header)
+        if credentials is None:
+            return False
+        user, password = credentials
+        hashed = self.users.get(user)
+        digest = hashlib.sha256(password).digest()
+        if hashed is not None:
+            known = self._verified.get((user, hashed))
+            if known is not None:
+                return hmac.compare_digest(known, digest)
+        try:
+            ok = bcrypt.checkpw(password, hashed or _DUMMY_HASH) and hashed is not None
+        except ValueError:  # e.g. a password longer than bcrypt's 72 bytes
+            return False
+        if ok and hashed is not None:
+            self._verified[(user, hashed)] = digest
+        return ok
+
+
+def _basic_credentials(header: str | None) -> tuple[str, bytes] | None:
+    if not header:
+        return None
+    scheme, _, encoded = header.strip().partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        decoded = base64.b64decode(encoded.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    user, sep, password = decoded.partition(b":")
+    if not sep:
+        return None
+    try:
+        return user.decode("utf-8"), password
+    except UnicodeDecodeError:
+        return None
+
+
+def authorized(handler: BaseHTTPRequestHandler, auth: Authenticator | None) -> bool:
+    """True when the request may proceed; otherwise a 401 has been sent."""
+    if auth is None or auth.check(handler.headers.get("Authorization")):
+        return True
+    body = b"401 Unauthorized\n"
+    handler.send_response(401)
+    handler.send_header("WWW-Authenticate", f'Basic realm="{REALM}"')
+    handler.send_header("Content-Type", "text/plain; charset=utf-8")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+    return False
+
+
+class SecureHTTPServer(ThreadingHTTPServer):
+    """A threading HTTP server that does the TLS handshake in the request's own thread, so a
+    slow or broken client never blocks the accept loop."""
+
+    daemon_threads = True
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        context: ssl.SSLContext | None = None,
+    ):
+        self.tls_context = context
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(address, handler)
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        request.settimeout(HANDSHAKE_TIMEOUT)  # a silent client cannot hold a thread forever
+        if self.tls_context is None:
+            super().finish_request(request, client_address)
+            return
+        try:
+            secure = self.tls_context.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError) as err:
+            log.debug("TLS handshake with %s failed: %s", client_address[0], err)
+            return
+        try:
+            self.RequestHandlerClass(secure, client_address, self)
+        finally:
+            secure.close()
+
+
+def make_server(
+    address: tuple[str, int], handler: type[BaseHTTPRequestHandler], web: WebConfig | None
+) -> SecureHTTPServer:
+    """Bind; TLS when the web config asks for it."""
+    return SecureHTTPServer(address, handler, web.context if web else None)
+
+
+def load_for(path: Path | None, component: str) -> WebConfig | None:
+    """The web config of a listener (None: plain HTTP), its warnings logged once."""
+    if path is None:
+        return None
+    web = load(path)
+    for warning in web.warnings:
+        log.warning("%s: %s", component, warning)
+    if web.tls is None and web.users:
+        log.warning(
+            "%s: basic auth without TLS sends passwords in clear text; add tls_server_config",
+            component,
+        )
+    return web
+
+
+def hash_password(password: bytes, cost: int = 10) -> str:
+    """A bcrypt hash for basic_auth_users (the cost Prometheus' docs use)."""
+    if len(password) > 72:
+        raise ValueError("bcrypt uses at most 72 bytes of a password; choose a shorter one")
+    return bcrypt.hashpw(password, bcrypt.gensalt(rounds=cost)).decode("ascii")

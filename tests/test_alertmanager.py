@@ -1,0 +1,402 @@
+"""The Alertmanager configs and message templates in rules/, checked with the real amtool and a
+real Alertmanager 0.25: valid configs, routing by severity, messages that say what, where, since
+when, what the controller does and how to acknowledge, and escalation shown as one message."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import yaml
+
+from tests.conftest import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+RULES_DIR = ROOT / "rules"
+MAIN_CONFIG = RULES_DIR / "alertmanager.yml"
+LOCAL_CONFIG = RULES_DIR / "alertmanager-local.yml"
+TEMPLATES = str(RULES_DIR / "templates" / "*.tmpl")
+PROMTOOL_TESTS = sorted((RULES_DIR / "tests").glob("*_test.yml"))
+ALERTMANAGER = shutil.which("prometheus-alertmanager") or "/usr/bin/prometheus-alertmanager"
+LOCAL_PRINTER = "http://127.0.0.1:9849/alerts"
+
+# What the message must say the controller does, per agentwatch_action.
+ACTION_WORDS = {
+    "pause": "pauses new agents",
+    "shrink": "one agent fewer",
+    "stop": "stops it",
+    "defer_tier": "-tier work",
+    "breaker": "circuit breaker open",
+    "nudge": "nudges the agent in pane",
+    "fail_task": "marks task",
+    None: "this one needs you",
+}
+# Labels that say where an alert happens; the message must name each one's value.
+WHERE_LABELS = (
+    "project",
+    "session",
+    "pid",
+    "tmux_session",
+    "pane",
+    "repo",
+    "task",
+    "sentinel",
+    "window",
+    "alertmanager",
+)
+
+
+@pytest.fixture(scope="module")
+def amtool() -> str:
+    path = shutil.which("amtool")
+    assert path, "amtool is required (Debian package prometheus-alertmanager)"
+    return path
+
+
+def run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False, **kwargs)
+
+
+# --- configs and routing --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("config", [MAIN_CONFIG, LOCAL_CONFIG], ids=lambda p: p.name)
+def test_config_passes_amtool_check(amtool: str, config: Path) -> None:
+    result = run([amtool, "check-config", str(config)])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+    assert "1 templates" in result.stdout
+
+
+def test_a_broken_config_fails_the_check(amtool: str, tmp_path: Path) -> None:
+    broken = tmp_path / "alertmanager.yml"
+    broken.write_text(MAIN_CONFIG.read_text().replace("receiver: slack", "receiver: nowhere"))
+    assert run([amtool, "check-config", str(broken)]).returncode != 0
+
+
+@pytest.mark.parametrize(
+    ("severity", "receivers"),
+    [
+        ("critical", "webhook,telegram,slack"),
+        ("warning", "webhook,slack"),
+        ("info", "webhook,discord"),
+    ],
+)
+def test_routes_by_severity(amtool: str, severity: str, receivers: str) -> None:
+    labels = ["alertname=AgentwatchReleaseStalled", "repo=shop", f"severity={severity}"]
+    base = [amtool, "config", "routes", "test", f"--config.file={MAIN_CONFIG}"]
+    result = run([*base, f"--verify.receivers={receivers}", *labels])
+    assert result.returncode == 0, result.stdout + result.stderr
+    wrong = run([*base, "--verify.receivers=webhook", *labels])
+    assert wrong.returncode != 0, "verify.receivers must reject a wrong receiver list"
+
+
+@pytest.mark.parametrize("severity", ["critical", "warning", "info"])
+def test_local_config_sends_everything_to_the_local_printer(amtool: str, severity: str) -> None:
+    result = run(
+        [
+            amtool,
+            "config",
+            "routes",
+            "test",
+            f"--config.file={LOCAL_CONFIG}",
+            "--verify.receivers=local-webhook",
+            "alertname=AgentwatchSessionStalledOnError",
+            f"severity={severity}",
+        ]
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    local = yaml.safe_load(LOCAL_CONFIG.read_text())
+    [receiver] = local["receivers"]
+    assert [hook["url"] for hook in receiver["webhook_configs"]] == [LOCAL_PRINTER]
+    assert local["route"]["group_wait"] == "5s"
+
+
+def test_local_and_main_configs_group_and_inhibit_alike() -> None:
+    main, local = (yaml.safe_load(path.read_text()) for path in (MAIN_CONFIG, LOCAL_CONFIG))
+    assert main["inhibit_rules"] == local["inhibit_rules"]
+    assert main["route"]["group_by"] == local["route"]["group_by"]
+    assert "severity" not in main["route"]["group_by"], "an escalating alert must stay one group"
+    assert {"alertname", "repo"} <= set(main["route"]["group_by"])
+
+
+def test_main_config_holds_placeholders_not_secrets() -> None:
+    text = MAIN_CONFIG.read_text()
+    for placeholder in (
+        "TELEGRAM_BOT_TOKEN",
+        "TELEGRAM_CHAT_ID",
+        "SLACK_WEBHOOK_URL_FILE",
+        "DISCORD_WEBHOOK_URL",
+        "WEBHOOK_URL",
+    ):
+        assert placeholder in text
+    assert "mode 0600" in text, "the file must say it needs mode 0600 once filled in"
+    config = yaml.safe_load(text)
+    receivers = {receiver["name"]: receiver for receiver in config["receivers"]}
+    assert set(receivers) == {"webhook", "telegram", "slack", "discord"}
+    assert receivers["slack"]["slack_configs"][0]["api_url_file"]
+    assert "api_url" not in receivers["slack"]["slack_configs"][0]
+    assert receivers["telegram"]["telegram_configs"][0]["parse_mode"] == ""
+
+
+def test_escalating_alert_is_inhibited_by_its_higher_severity() -> None:
+    rules = yaml.safe_load(MAIN_CONFIG.read_text())["inhibit_rules"]
+    critical = next(r for r in rules if r["source_matchers"] == ['severity="critical"'])
+    assert critical["equal"] == ["alertname", "repo"]
+    assert critical["target_matchers"] == ['severity=~"warning|info"']
+
+
+# --- message templates ----------------------------------------------------------------------
+
+
+def example_alerts() -> Iterator[dict[str, Any]]:
+    """One firing example per alert rule and label set: the expanded labels and annotations
+    the promtool tests expect, so the messages are checked against what the rules produce."""
+    seen = set()
+    for path in PROMTOOL_TESTS:
+        for case in yaml.safe_load(path.read_text())["tests"]:
+            for check in case.get("alert_rule_test", []):
+                for alert in check.get("exp_alerts") or []:
+                    labels = {"alertname": check["alertname"], **alert["exp_labels"]}
+                    key = (labels["alertname"], labels["severity"])
+                    if key not in seen:
+                        seen.add(key)
+                        yield {"labels": labels, "annotations": alert["exp_annotations"]}
+
+
+def notification(alerts: list[dict[str, Any]], status: str = "firing") -> dict[str, Any]:
+    """Alertmanager's template data (template.Data) for one notification."""
+    starts = datetime(2026, 3, 1, 10, 15, tzinfo=UTC)
+    ends = starts + timedelta(minutes=20) if status == "resolved" else datetime(1, 1, 1, tzinfo=UTC)
+    items = [
+        {
+            "status": status,
+            "labels": alert["labels"],
+            "annotations": alert["annotations"],
+            "startsAt": starts.isoformat(),
+            "endsAt": ends.isoformat(),
+            "generatorURL": "http://127.0.0.1:9090/graph",
+            "fingerprint": f"{index:016x}",
+        }
+        for index, alert in enumerate(alerts)
+    ]
+    common = dict.fromkeys(alerts[0]["labels"])
+    common = {
+        key: alerts[0]["labels"][key]
+        for key in common
+        if all(alert["labels"].get(key) == alerts[0]["labels"][key] for alert in alerts)
+    }
+    return {
+        "receiver": "telegram",
+        "status": status,
+        "alerts": items,
+        "groupLabels": {"alertname": alerts[0]["labels"]["alertname"]},
+        "commonLabels": common,
+        "commonAnnotations": {},
+        "externalURL": "http://127.0.0.1:9093",
+    }
+
+
+def render(amtool: str, tmp_path: Path, data: dict[str, Any], template: str) -> str:
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps(data))
+    result = run(
+        [
+            amtool,
+            "template",
+            "render",
+            f"--template.glob={TEMPLATES}",
+            f"--template.data={path}",
+            f"--template.text={template}",
+        ]
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def assert_no_raw_labels(text: str) -> None:
+    assert "map[" not in text
+    assert "<no value>" not in text
+    assert "{{" not in text
+    assert not re.search(r'\w+="', text), "a raw label pair leaked into the message"
+    assert "agentwatch_action" not in text and "severity=" not in text
+
+
+EXAMPLES = list(example_alerts())
+
+
+def test_every_alert_has_an_example_to_render() -> None:
+    names = {example["labels"]["alertname"] for example in EXAMPLES}
+    assert len(names) >= 25
+
+
+@pytest.mark.parametrize(
+    "alert",
+    EXAMPLES,
+    ids=[f"{a['labels']['alertname']}-{a['labels']['severity']}" for a in EXAMPLES],
+)
+def test_message_says_what_where_since_action_and_ack(
+    amtool: str, tmp_path: Path, alert: dict[str, Any]
+) -> None:
+    text = render(
+        amtool, tmp_path, notification([alert]), '{{ template "agentwatch.telegram.message" . }}'
+    )
+    labels, name = alert["labels"], alert["labels"]["alertname"]
+    first_line = text.splitlines()[0]
+    assert first_line == f"[{labels['severity'].upper()}] {name}"
+    assert alert["annotations"]["summary"] in text
+    assert f"What happened: {alert['annotations']['description']}" in text
+    where = re.search(r"^Where: (.+)$", text, flags=re.MULTILINE)
+    assert where, text
+    for label in WHERE_LABELS:
+        if labels.get(label):
+            assert labels[label] in where.group(1), f"{label} missing from {where.group(1)!r}"
+    assert "Since: Sun 1 Mar" in text
+    controller = re.search(r"^Controller: (.+)$", text, flags=re.MULTILINE)
+    assert controller and ACTION_WORDS[labels.get("agentwatch_action")] in controller.group(1)
+    if labels.get("agentwatch_action") == "defer_tier":
+        assert f"{labels['agentwatch_tier']}-tier" in controller.group(1)
+    assert f"Acknowledge: agentwatch ack {name} --for 1h" in text
+    assert alert["annotations"]["runbook_url"] in text
+    assert_no_raw_labels(text)
+
+
+def test_resolved_message_says_the_measure_is_lifted(amtool: str, tmp_path: Path) -> None:
+    alert = next(a for a in EXAMPLES if a["labels"].get("agentwatch_action") == "pause")
+    text = render(
+        amtool,
+        tmp_path,
+        notification([alert], status="resolved"),
+        '{{ template "agentwatch.telegram.message" . }}',
+    )
+    assert text.startswith(f"[RESOLVED] {alert['labels']['alertname']}")
+    assert "Resolved: " in text and "over at 10:35" in text
+    assert "lifts its measure (pause)" in text
+    assert "Acknowledge" not in text
+    assert_no_raw_labels(text)
+
+
+TITLE_AND_TEXT = '{{ template "agentwatch.title" . }}\n---\n{{ template "agentwatch.text" . }}'
+
+
+def test_slack_and_discord_title_and_text_count_a_group(amtool: str, tmp_path: Path) -> None:
+    stalled = [a for a in EXAMPLES if a["labels"]["alertname"] == "AgentwatchReleaseStalled"]
+    assert len(stalled) == 3
+    text = render(amtool, tmp_path, notification(stalled), TITLE_AND_TEXT)
+    title, body = text.split("\n---\n")
+    assert title == "AgentwatchReleaseStalled (3 firing, 0 resolved)"
+    assert body.count("Acknowledge: agentwatch ack AgentwatchReleaseStalled") == 3
+    assert_no_raw_labels(body)
+
+
+# --- a real Alertmanager: escalation shows as one message -----------------------------------
+
+
+class _Collector(BaseHTTPRequestHandler):
+    received: list[dict[str, Any]]
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.received.append(json.loads(body))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def webhook() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    received: list[dict[str, Any]] = []
+    handler = type("Collector", (_Collector,), {"received": received})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/alerts", received
+    server.shutdown()
+    server.server_close()
+
+
+def wait_for(condition: Any, timeout: float = 15) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("condition not met in time")
+
+
+def test_real_alertmanager_sends_one_escalated_message(
+    tmp_path: Path,
+    processes: list[subprocess.Popen],
+    webhook: tuple[str, list[dict[str, Any]]],
+) -> None:
+    url, received = webhook
+    config = yaml.safe_load(LOCAL_CONFIG.read_text())
+    config["receivers"][0]["webhook_configs"][0]["url"] = url
+    config["route"]["group_wait"] = "1s"
+    config["templates"] = [TEMPLATES]
+    (tmp_path / "alertmanager.yml").write_text(yaml.safe_dump(config))
+    web = f"127.0.0.1:{free_port()}"
+    processes.append(
+        subprocess.Popen(
+            [
+                ALERTMANAGER,
+                f"--config.file={tmp_path / 'alertmanager.yml'}",
+                f"--storage.path={tmp_path / 'data'}",
+                f"--web.listen-address={web}",
+                "--cluster.listen-address=",
+                "--log.level=warn",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    )
+    api = f"http://{web}/api/v2"
+
+    def ready() -> bool:
+        try:
+            return requests.get(f"http://{web}/-/ready", timeout=1).ok
+        except requests.ConnectionError:
+            return False
+
+    wait_for(ready)
+    ends = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    base = {"alertname": "AgentwatchReleaseStalled", "repo": "shop", "job": "agentwatch"}
+    alerts = [
+        {
+            "labels": {**base, "severity": s},
+            "annotations": {"summary": f"stalled ({s})"},
+            "endsAt": ends,
+        }
+        for s in ("info", "warning", "critical")
+    ]
+    other = {"labels": {**base, "repo": "blog", "severity": "info"}, "endsAt": ends}
+    requests.post(f"{api}/alerts", json=[*alerts, other], timeout=5).raise_for_status()
+
+    wait_for(lambda: len(received) >= 2)
+    time.sleep(1.5)  # a second message for the same incident would arrive by now
+    by_repo = {message["groupLabels"]["repo"]: message for message in received}
+    assert len(received) == 2, [m["groupLabels"] for m in received]
+    shop = by_repo["shop"]
+    assert [a["labels"]["severity"] for a in shop["alerts"]] == ["critical"]
+    assert [a["labels"]["severity"] for a in by_repo["blog"]["alerts"]] == ["info"]
+
+    state = requests.get(f"{api}/alerts", params={"filter": 'repo="shop"'}, timeout=5).json()
+    status = {a["labels"]["severity"]: a["status"] for a in state}
+    assert status["critical"]["state"] == "active"
+    for lower in ("info", "warning"):
+        assert status[lower]["state"] == "suppressed"
+        assert status[lower]["inhibitedBy"], f"{lower} must be inhibited, not silenced"
