@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -338,3 +339,40 @@ def test_unread_bytes_follow_scans_reads_appends_and_deletions(root: Path, open_
     assert ledger.unread_bytes() == 2 * len(line)
     ledger.catch_up()
     assert ledger.unread_bytes() == 0
+
+
+def test_rewrite_in_place_keeping_the_first_lines_loses_none(root: Path, open_ledger) -> None:
+    """Truncated and rewritten with the same first lines, then grown past the old position:
+    the head still matches, the bytes before the position do not, so it is read again."""
+    path = transcript(root)
+    old = [encode(assistant(f"msg_old_{index}")) for index in range(20)]
+    new = [encode(assistant(f"msg_new_{index}")) for index in range(20)]
+    path.write_bytes(b"".join(old))
+    open_ledger().catch_up()
+    with path.open("r+b") as handle:
+        handle.truncate(0)
+        handle.write(b"".join(old[:10] + new))
+    ledger = open_ledger()
+    ledger.catch_up()
+    assert counter(ledger, "agentwatch_ledger_file_resets") == 1
+    assert sum(v for (n, _), v in ledger.counters.items() if n == "agentwatch_api_responses") == 40
+
+
+def test_a_ledger_from_before_the_tail_fingerprint_is_upgraded(tmp_path: Path) -> None:
+    path = tmp_path / "old.sqlite"
+    old = sqlite3.connect(path)
+    old.executescript(
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "INSERT INTO meta VALUES ('schema', '1');"
+        "CREATE TABLE files (path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, offset INTEGER,"
+        " head_len INTEGER, head BLOB);"
+        "INSERT INTO files VALUES ('/t.jsonl', 1, 2, 300, 10, x'00');"
+    )
+    old.commit()
+    old.close()
+    store = Store(path)
+    try:
+        position = store.positions()["/t.jsonl"]
+        assert (position.offset, position.tail) == (300, b"")  # unknown tail: not a reset
+    finally:
+        store.close()

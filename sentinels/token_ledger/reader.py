@@ -97,8 +97,8 @@ class ChunkReader:
             return chunk
         start = position.offset
         result = read_lines(fd, start, budget, tail_is_complete=records.is_whole_object)
-        refresh_head(fd, stat, position)
         position.offset = result.end
+        refresh_head(fd, stat, position)
         chunk.lines, chunk.oversize = result.lines, result.oversize
         chunk.bytes_read = result.end - start
         entries: list[UsageEntry] = []

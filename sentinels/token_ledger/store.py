@@ -24,7 +24,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, dev INTEGER, ino INTEGER, offset INTEGER,
-    head_len INTEGER, head BLOB
+    head_len INTEGER, head BLOB, tail BLOB
 );
 -- One row per counted API response (dedup key hashed to 64 bits). `total`, `speed`, `cost`
 -- describe the copy that currently wins; c_* is what was added to the counters.
@@ -108,6 +108,9 @@ class Store:
                 f"{path}: ledger schema {row[0]} is not {SCHEMA_VERSION}; move the file away "
                 "to rebuild it from the transcripts"
             )
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(files)")}
+        if "tail" not in columns:  # a ledger from before the tail fingerprint: add it
+            self.db.execute("ALTER TABLE files ADD COLUMN tail BLOB")
         self._labelsets: dict[tuple[str, str, str], int] = {}
         self._labelsets_by_id: dict[int, tuple[str, str, str]] = {}
         self.rollback()
@@ -121,10 +124,10 @@ class Store:
 
     # ---- reading
     def positions(self) -> dict[str, Position]:
-        rows = self.db.execute("SELECT path, dev, ino, offset, head_len, head FROM files")
+        rows = self.db.execute("SELECT path, dev, ino, offset, head_len, head, tail FROM files")
         return {
-            path: Position(dev=dev, ino=ino, offset=offset, head_len=head_len, head=head or b"")
-            for path, dev, ino, offset, head_len, head in rows
+            path: Position(dev, ino, offset, head_len, head or b"", tail or b"")
+            for path, dev, ino, offset, head_len, head, tail in rows
         }
 
     def counters(self) -> dict[CounterKey, float]:
@@ -196,8 +199,8 @@ class Store:
 
     def save_position(self, path: str, pos: Position) -> None:
         self.db.execute(
-            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?)",
-            (path, pos.dev, pos.ino, pos.offset, pos.head_len, pos.head),
+            "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (path, pos.dev, pos.ino, pos.offset, pos.head_len, pos.head, pos.tail),
         )
 
     def save_responses(self, rows: Iterable[ResponseRow]) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 MARKER = b'"usage":{'
 HEAD_BYTES = 1024
+TAIL_BYTES = 256  # fingerprinted just before the read position
 CHUNK = 1024 * 1024
 LONG_LINE = 1024 * 1024  # a partial line longer than this is skimmed, not kept
 MAX_LINE = 256 * 1024 * 1024  # a candidate line longer than this is counted, not parsed
@@ -32,6 +33,7 @@ class Position:
     offset: int = 0
     head_len: int = 0
     head: bytes = b""
+    tail: bytes = b""  # fingerprint of the TAIL_BYTES before `offset` (empty: not known)
 
 
 @dataclass
@@ -46,17 +48,26 @@ def same_file(fd: int, stat: os.stat_result, pos: Position) -> bool:
     """True when the open file is the one `pos` describes and was not truncated or replaced."""
     if (stat.st_dev, stat.st_ino) != (pos.dev, pos.ino) or stat.st_size < pos.offset:
         return False
-    if pos.head_len == 0:
-        return True
-    return head_hash(os.pread(fd, pos.head_len, 0)) == pos.head
+    if pos.head_len and head_hash(os.pread(fd, pos.head_len, 0)) != pos.head:
+        return False
+    # A file rewritten in place that kept its first lines and grew past the old position:
+    # the bytes just before the position tell it apart.
+    return not pos.tail or _tail_hash(fd, pos.offset) == pos.tail
+
+
+def _tail_hash(fd: int, offset: int) -> bytes:
+    start = max(offset - TAIL_BYTES, 0)
+    return head_hash(os.pread(fd, offset - start, start))
 
 
 def refresh_head(fd: int, stat: os.stat_result, pos: Position) -> None:
-    """Fingerprint up to HEAD_BYTES of the file start (grows until it is full)."""
+    """Fingerprint up to HEAD_BYTES of the file start (grows until it is full) and the bytes
+    just before the read position (call after moving `pos.offset`)."""
     if pos.head_len < HEAD_BYTES and stat.st_size > pos.head_len:
         data = os.pread(fd, HEAD_BYTES, 0)
         pos.head_len = len(data)
         pos.head = head_hash(data)
+    pos.tail = _tail_hash(fd, pos.offset) if pos.offset else b""
 
 
 def read_lines(
