@@ -268,6 +268,8 @@ def test_message_says_what_where_since_action_and_ack(
     if labels.get("agentwatch_action") == "defer_tier":
         assert f"{labels['agentwatch_tier']}-tier" in controller.group(1)
     assert f"Acknowledge: agentwatch ack {name} --for 1h" in text
+    lifts = "the controller stops acting on it too" in text
+    assert lifts == bool(labels.get("agentwatch_action")), "acking an action lifts it: say so"
     assert alert["annotations"]["runbook_url"] in text
     assert_no_raw_labels(text)
 

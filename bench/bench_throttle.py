@@ -1,0 +1,164 @@
+"""Alert-to-throttle latency through the real stack, next to the sum of the configured intervals.
+
+Starts `agentwatch up --demo` (exporter, sentinels, Prometheus, Alertmanager, controller, the
+demo orchestrator) with the intervals given below, waits until it is steady, then makes the
+demo orchestrator report a spend of 98 % of the budget. The path to a throttle is real:
+controller reads /costs/current -> controller.prom -> exporter -> Prometheus scrape -> rule
+AgentwatchBudgetCritical (action pause) -> Alertmanager -> controller reads /api/v2/alerts ->
+POST /drain to the orchestrator. The clock stops when the orchestrator reports draining.
+
+    .venv/bin/python bench/bench_throttle.py [--interval 2] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import requests
+import yaml
+
+BUDGET = 10.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def config(interval: float) -> dict[str, Any]:
+    def listen() -> str:
+        return f"127.0.0.1:{free_port()}"
+
+    return {
+        "exporter": {"listen": listen()},
+        "controller": {"listen": listen(), "interval": interval, "budget_usd": BUDGET},
+        "stack": {
+            "prometheus_listen": listen(),
+            "alertmanager_listen": listen(),
+            "webhook_listen": listen(),
+            "scrape_interval": interval,
+            "evaluation_interval": interval,
+        },
+        "demo": {"orchestrator_listen": listen()},
+    }
+
+
+def rule_for_seconds(name: str) -> float:
+    """The `for:` of the alert that throttles, read from the shipped rules."""
+    rules = Path(__file__).resolve().parents[1] / "rules"
+    for path in rules.glob("*.rules.yml"):
+        for group in yaml.safe_load(path.read_text())["groups"]:
+            for rule in group["rules"]:
+                if rule.get("alert") == name:
+                    text = str(rule.get("for", "0s"))
+                    units = {"s": 1, "m": 60, "h": 3600}
+                    return float(text[:-1]) * units[text[-1]]
+    raise SystemExit(f"no rule {name}")
+
+
+def wait(predicate: Any, timeout: float, every: float = 0.05) -> float | None:
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        if predicate():
+            return time.monotonic()
+        time.sleep(every)
+    return None
+
+
+def draining(orchestrator: str) -> bool:
+    try:
+        return bool(requests.get(f"{orchestrator}/drain", timeout=1).json().get("draining"))
+    except (requests.RequestException, ValueError):
+        return False
+
+
+def controller_ready(throttle: str) -> bool:
+    try:
+        return requests.get(throttle, timeout=1).ok
+    except requests.RequestException:
+        return False
+
+
+def orchestrator_spend_seen(exporter: str) -> bool:
+    try:
+        text = requests.get(f"{exporter}/metrics", timeout=2).text
+    except requests.RequestException:
+        return False
+    return "agentwatch_orchestrator_cost_usd 0.0" in text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--interval", type=float, default=2.0,
+                        help="scrape, evaluation and controller interval in seconds")  # fmt: skip
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="aw-throttle-"))
+    values = config(args.interval)
+    (work / "config.yaml").write_text(yaml.safe_dump(values))
+    exporter = f"http://{values['exporter']['listen']}"
+    orchestrator = f"http://{values['demo']['orchestrator_listen']}"
+    throttle = f"http://{values['controller']['listen']}/throttle"
+    env = dict(os.environ, HOME=str(work / "home"))
+    env.pop("CLAUDE_CONFIG_DIR", None)
+    command = [sys.executable, "-m", "agentwatch.exporter.cli", "--config",
+               str(work / "config.yaml"), "up", "--demo", "--state-dir", str(work / "state"),
+               "--spool-dir", str(work / "spool")]  # fmt: skip
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    latencies: list[float] = []
+    try:
+        if wait(lambda: controller_ready(throttle) and orchestrator_spend_seen(exporter), 120,
+                0.5) is None:  # fmt: skip
+            raise SystemExit(f"the stack did not come up; see {work / 'state' / 'logs'}")
+        hold = rule_for_seconds("AgentwatchBudgetCritical")
+        for run in range(args.repeat):
+            requests.post(f"{orchestrator}/usage", json={"spent_usd": 0.98 * BUDGET}, timeout=5)
+            started = time.monotonic()
+            done = wait(lambda: draining(orchestrator), 300)
+            if done is None:
+                raise SystemExit("no throttle within 300 s")
+            latencies.append(done - started)
+            print(f"run {run + 1}: spend reported -> orchestrator draining in "
+                  f"{latencies[-1]:.1f} s", flush=True)  # fmt: skip
+            # Back under budget: the alert resolves and the controller cancels its drain.
+            requests.post(f"{orchestrator}/usage", json={"spent_usd": 0.0}, timeout=5)
+            if wait(lambda: not draining(orchestrator), 300, 0.5) is None:
+                raise SystemExit("the drain was never cancelled after the alert resolved")
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+    i = args.interval
+    # Worst case: the controller polls the spend (i), the exporter serves it, Prometheus
+    # scrapes (i) and evaluates (i), `for:` holds, the alert is evaluated and sent, and the
+    # controller reads Alertmanager (i).
+    budget = i + i + i + hold + i
+    median = statistics.median(latencies)
+    result = {
+        "interval_s": i,
+        "for_s": hold,
+        "configured_sum_s": budget,
+        "latencies_s": [round(x, 2) for x in latencies],
+        "median_s": round(median, 2),
+        "ratio_to_configured_sum": round(median / budget, 2),
+    }
+    print(json.dumps(result, indent=2))
+    print(f"alert-to-throttle median {median:.1f} s against the configured sum {budget:.0f} s "
+          f"(controller {i:.0f} + scrape {i:.0f} + evaluation {i:.0f} + for {hold:.0f} + "
+          f"controller {i:.0f}): ratio {median / budget:.2f}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
