@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     command = [sys.executable, "-m", "agentwatch.exporter.cli", "--config",
                str(work / "config.yaml"), "up", "--demo", "--state-dir", str(work / "state"),
                "--spool-dir", str(work / "spool")]  # fmt: skip
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
     latencies: list[float] = []
     try:
         if wait(lambda: controller_ready(throttle) and orchestrator_spend_seen(exporter), 120,

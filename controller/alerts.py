@@ -137,18 +137,29 @@ def merge(answers: Iterable[list[Alert]]) -> list[Alert]:
 class AlertReader:
     """Asks every configured Alertmanager each cycle; logs failures once per peer."""
 
-    def __init__(self, urls: list[str], timeout: float, session: requests.Session | None = None):
+    def __init__(
+        self,
+        urls: list[str],
+        timeout: float,
+        session: requests.Session | None = None,
+        match: Mapping[str, str] | None = None,
+    ):
         self.urls = list(urls)
         self.timeout = timeout
+        # Only alerts carrying these labels concern this controller (e.g. its host's
+        # `instance` when one Alertmanager serves several workstations).
+        self.match = dict(match or {})
         self.session = session or requests.Session()
         self.gates = {url: FailureGate(log, f"Alertmanager {redact(url)}") for url in self.urls}
 
     def fetch_one(self, url: str) -> tuple[list[Alert], int]:
         payload = request_json(self.session, "GET", join(url, "/api/v2/alerts"), self.timeout)
         try:
-            return parse_alerts(payload)
+            alerts, malformed = parse_alerts(payload)
         except MalformedAnswer as err:
             raise HttpError("invalid", f"GET {redact(url)}/api/v2/alerts: {err}") from err
+        mine = [a for a in alerts if all(a.labels.get(k) == v for k, v in self.match.items())]
+        return mine, malformed
 
     def read(self) -> Snapshot:
         answers: list[list[Alert]] = []

@@ -74,7 +74,7 @@ class Controller:
         self.settings = settings
         self.state_file = state_file
         self.env = env
-        self.reader = AlertReader(urls, float(section["timeout"]))
+        self.reader = AlertReader(urls, float(section["timeout"]), match=section["match_labels"])
         self.budget = BudgetResolver(section["run_config_file"], float(section["budget_usd"]))
         self.memory = state.load(state_file, settings)
         self.driver = adapters.Driver(adapter, self.memory) if adapter else None

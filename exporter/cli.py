@@ -87,10 +87,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     up = commands.add_parser(
         "up",
-        help="run the exporter and every enabled sentinel in the foreground",
-        description="Start the exporter and every enabled sentinel as child processes, print "
-        "where to look and a live status; Ctrl-C stops them all. With no transcripts on this "
-        "machine (or --demo) a demo workload writes simulated Claude Code sessions.",
+        help="run the whole set in the foreground: exporter, sentinels, Prometheus, "
+        "Alertmanager, controller (and a demo workload when there are no transcripts)",
+        description="Start the exporter, every enabled sentinel, Prometheus (loading rules/), "
+        "Alertmanager (routing to a local webhook receiver that prints each message) and the "
+        "controller as supervised child processes, print where to look and a live status; "
+        "Ctrl-C stops them all. State lives under one folder (--state-dir). With no "
+        "transcripts on this machine (or --demo) a demo workload runs simulated Claude Code "
+        "sessions in tmux panes (one burns tokens, one stalls on an API error) and a demo "
+        "orchestrator the controller steers.",
     )
     _add_dirs(up)
     up.add_argument("--listen", help="HOST:PORT of the exporter (default: exporter.listen)")

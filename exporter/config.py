@@ -398,6 +398,15 @@ def _optional_argv(value: Any) -> list[str]:
     return [] if value == [] else _argv(value)
 
 
+def _label_map(value: Any) -> dict[str, str]:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", k) and isinstance(v, str)
+        for k, v in value.items()
+    ):
+        raise ValueError("expected a mapping of label name to string value")
+    return dict(value)
+
+
 def _one_line(value: Any) -> str:
     text = _string(value)
     if not text.strip() or any(c < " " for c in text):
@@ -427,6 +436,12 @@ SCHEMA: dict[str, Any] = {
             ["http://127.0.0.1:9851"],
             _http_urls,
             "Alertmanagers to read (all peers of an HA pair; default: the stack's own)",
+        ),
+        "match_labels": Key(
+            {},
+            _label_map,
+            "act only on alerts with these labels, e.g. {instance: laptop-ana} when one "
+            "Alertmanager serves several workstations",
         ),
         "interval": Key(15.0, _duration, "seconds between read-decide-apply cycles"),
         "timeout": Key(5.0, _duration, "HTTP timeout for Alertmanager and the orchestrator"),

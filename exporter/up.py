@@ -42,12 +42,14 @@ class Child:
     restarts: int = 0
     next_start: float = 0.0
     log_path: Path | None = field(default=None)
+    to_terminal: bool = False  # its stdout is what the person watching should read
 
     def start(self) -> None:
         assert self.log_path is not None
         handle = self.log_path.open("ab")
         self.process = subprocess.Popen(  # no shell: argv is a list
-            self.argv, env=self.env, stdout=handle, stderr=subprocess.STDOUT,
+            self.argv, env=self.env, stdout=None if self.to_terminal else handle,
+            stderr=handle if self.to_terminal else subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             # in the child before exec: no component outlives `up`, even a killed one
             preexec_fn=functools.partial(die_with_parent, signal.SIGTERM, os.getpid()),
@@ -164,6 +166,7 @@ def plan(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> list[C
     env = dict(os.environ)
     if layout.demo:  # the demo's transcripts come from the derived config, not the caller's
         env.pop("CLAUDE_CONFIG_DIR", None)
+        (layout.claude_dir / "projects").mkdir(parents=True, exist_ok=True)
     listen = args.listen or cfg["exporter"]["listen"]
     children = [
         Child("exporter", [*base, "exporter", "--spool-dir", str(spool), "--listen", listen], env)
@@ -179,7 +182,7 @@ def plan(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> list[C
         children += [
             Child("webhook-sink", [sys.executable, "-m", "agentwatch.exporter.webhook_sink",
                                    "--listen", cfg["stack"]["webhook_listen"],
-                                   "--out", str(files.alerts_log)], env),
+                                   "--out", str(files.alerts_log)], env, to_terminal=True),
             Child("alertmanager", stack.alertmanager_argv(str(found["alertmanager"]), cfg, files),
                   env),
             Child("prometheus", stack.prometheus_argv(str(found["prometheus"]), cfg, files), env),

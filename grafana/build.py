@@ -6,7 +6,12 @@ rows of 24 columns. `python grafana/build.py` rewrites grafana/dashboards/*.json
 exits 1 when the committed files differ (tests/test_dashboards.py does the same).
 
 Query conventions (linted by tests/test_dashboards.py, explained in grafana/README.md):
-- every selector filters `job=~"$job"`; template variables appear only inside `=~"..."`;
+- every selector filters `job=~"$job",instance=~"$instance"`; template variables appear only
+  inside `=~"..."`;
+- one Prometheus may scrape several workstations (one `instance` each): whatever describes a
+  host (its footprint, load, sessions, panes, ledger, sentinels, controller, budget, quota,
+  thresholds) is aggregated `by (instance, ...)` and its legend starts with `{{instance}}`;
+  only the spend and token totals of the Overview add the selected hosts up (`fleet=True`);
 - counters (`*_total`) appear only inside rate()/increase(); graphs use `[$__rate_interval]`,
   stat/bar/table panels (instant queries) total over `[$__range]`, and the few fixed windows
   come from EXPLICIT_WINDOWS because an alert or a quota is defined over that window;
@@ -51,6 +56,8 @@ PANE_STATES = {
 }
 
 JOB = 'job=~"$job"'
+INSTANCE = 'instance=~"$instance"'
+HOST = "instance"  # the label that tells workstations apart
 PROJECT = 'project=~"$project"'
 MODEL = 'model=~"$model"'
 REPO = 'repo=~"$repo"'
@@ -62,37 +69,52 @@ PER_HOUR = " * 3600"
 
 
 def sel(metric: str, *matchers: str) -> str:
-    """A selector of `metric` on the dashboard's job, plus `matchers`."""
-    return metric + "{" + ",".join((JOB, *matchers)) + "}"
+    """A selector of `metric` on the dashboard's job and hosts, plus `matchers`."""
+    return metric + "{" + ",".join((JOB, INSTANCE, *matchers)) + "}"
+
+
+def per_host(by: str = "") -> str:
+    """The grouping labels `by` with the host in front: one series per workstation."""
+    return f"{HOST}, {by}" if by else HOST
 
 
 def threshold(name: str) -> str:
-    """The configured alert threshold `name` (served by the exporter, read by the rules)."""
-    return "max(" + sel("agentwatch_alert_threshold", f'name="{name}"') + ")"
+    """The configured alert threshold `name` of each host (served by its exporter, read by
+    the rules): every host may configure its own."""
+    return f"max by ({HOST}) (" + sel("agentwatch_alert_threshold", f'name="{name}"') + ")"
 
 
-def _aggregate(how: str, by: str, inner: str) -> str:
-    """`how(inner)`, or `how by (by) (inner)` when grouping."""
+def _aggregate(how: str, by: str, inner: str, *, fleet: bool = False) -> str:
+    """`how by (instance, by) (inner)`; with `fleet`, the selected hosts together."""
+    by = by if fleet else per_host(by)
     return f"{how} by ({by}) ({inner})" if by else f"{how}({inner})"
 
 
-def rate(metric: str, *matchers: str, by: str = "", window: str = "$__rate_interval") -> str:
-    """Per-second rate of a counter, summed (by `by`)."""
-    return _aggregate("sum", by, f"rate({sel(metric, *matchers)}[{window}])")
+def rate(
+    metric: str,
+    *matchers: str,
+    by: str = "",
+    window: str = "$__rate_interval",
+    fleet: bool = False,
+) -> str:
+    """Per-second rate of a counter, summed per host (by `by`)."""
+    return _aggregate("sum", by, f"rate({sel(metric, *matchers)}[{window}])", fleet=fleet)
 
 
-def increase(metric: str, *matchers: str, by: str = "", window: str = "$__range") -> str:
-    """Increase of a counter over `window`, summed (by `by`)."""
-    return _aggregate("sum", by, f"increase({sel(metric, *matchers)}[{window}])")
+def increase(
+    metric: str, *matchers: str, by: str = "", window: str = "$__range", fleet: bool = False
+) -> str:
+    """Increase of a counter over `window`, summed per host (by `by`)."""
+    return _aggregate("sum", by, f"increase({sel(metric, *matchers)}[{window}])", fleet=fleet)
 
 
 def gauge_by(metric: str, *matchers: str, by: str = "", how: str = "max") -> str:
-    """A gauge aggregated (by `by`): max keeps one value when several jobs serve it."""
+    """A gauge aggregated per host (by `by`): max keeps one value when several jobs serve it."""
     return _aggregate(how, by, sel(metric, *matchers))
 
 
 def age(metric: str, *matchers: str, by: str = "") -> str:
-    """Seconds since the timestamp gauge `metric`."""
+    """Seconds since the timestamp gauge `metric`, per host."""
     return f"time() - {gauge_by(metric, *matchers, by=by)}"
 
 
@@ -113,7 +135,13 @@ def millis(expr: str) -> str:
 
 
 def target(expr: str, legend: str = "", *, instant: bool = False) -> dict[str, Any]:
-    """One query; refId and the table format are filled in by the panel that holds it."""
+    """One query; refId and the table format are filled in by the panel that holds it.
+
+    A query whose result is per host (grouped by instance) gets the host in its legend, so
+    several workstations on one panel stay apart.
+    """
+    if f"by ({HOST}" in expr and "{{instance}}" not in legend:
+        legend = f"{{{{{HOST}}}}} {legend}".rstrip()
     return {"expr": expr, "legendFormat": legend, "instant": instant}
 
 
@@ -416,7 +444,7 @@ def table(
             properties.append({"id": "mappings", "value": mappings[header]})
             properties.append({"id": "custom.cellOptions", "value": {"type": "color-text"}})
         overrides.append({"matcher": {"id": "byName", "options": field}, "properties": properties})
-    hidden = {name: True for name in ("Time", "__name__", "instance", "job")}
+    hidden = {name: True for name in ("Time", "__name__", "job")}  # instance: which host
     transformations: list[dict[str, Any]] = [
         {"id": "merge", "options": {}},
         {
@@ -563,6 +591,15 @@ def job_variable() -> dict[str, Any]:
     return variable
 
 
+def instance_variable() -> dict[str, Any]:
+    """Which workstation(s): every instance of the selected jobs that serves build info."""
+    query = 'label_values(agentwatch_exporter_build_info{job=~"$job"}, instance)'
+    variable = label_variable("instance", "Host", "agentwatch_exporter_build_info")
+    variable.update(definition=query)
+    variable["query"]["query"] = query
+    return variable
+
+
 def dashboard(
     uid: str, title: str, description: str, variables: list[dict], panels: list[dict]
 ) -> dict[str, Any]:
@@ -589,7 +626,9 @@ def dashboard(
         "refresh": "1m",
         "schemaVersion": SCHEMA_VERSION,
         "tags": ["agentwatch"],
-        "templating": {"list": [datasource_variable(), job_variable(), *variables]},
+        "templating": {
+            "list": [datasource_variable(), job_variable(), instance_variable(), *variables]
+        },
         "time": {"from": "now-6h", "to": "now"},
         "timepicker": {},
         "timezone": "browser",
@@ -614,7 +653,7 @@ def overview() -> dict[str, Any]:
             f"Cost of Claude Code API responses {label} so far ({when}), "
             "from the token ledger; project and model filters apply. Only what Prometheus "
             "still holds counts: keep its retention longer than a month.",
-            [target(increase("agentwatch_cost_usd_total", *scope))],
+            [target(increase("agentwatch_cost_usd_total", *scope, fleet=True))],
             "currencyUSD",
             decimals=2,
             time_from=time_from,
@@ -662,7 +701,7 @@ def overview() -> dict[str, Any]:
         row("Activity and throttle"),
         stat(
             "Live agent sessions",
-            "Agent CLI process trees running on this host now "
+            "Agent CLI process trees running on each host now "
             "(resources sentinel), all agents together.",
             [target(gauge_by("agentwatch_agent_sessions", how="sum"))],
             "short",
@@ -674,7 +713,7 @@ def overview() -> dict[str, Any]:
             "line is less than 15 minutes old (token ledger); project filter applies.",
             [
                 target(
-                    "count(time() - "
+                    f"count by ({HOST}) (time() - "
                     f"{sel('agentwatch_session_last_activity_timestamp_seconds', PROJECT)}"
                     " < 900)"
                 )
@@ -687,7 +726,9 @@ def overview() -> dict[str, Any]:
             "agentwatch alerts firing now, by severity.",
             [
                 target(
-                    'count by (severity) (ALERTS{alertstate="firing",alertname=~"Agentwatch.*"})',
+                    "count by (severity) ("
+                    + sel("ALERTS", 'alertstate="firing"', 'alertname=~"Agentwatch.*"')
+                    + ")",
                     "{{severity}}",
                 )
             ],
@@ -761,7 +802,8 @@ def overview() -> dict[str, Any]:
         stat(
             "Fresh tokens, last 5 h",
             "Input, output and cache-creation tokens over the "
-            "last 5 hours on every project (the quota counts the whole account).",
+            "last 5 hours on every project, per host (each host's quota alerts judge its "
+            "own tokens against its own thresholds.quota_5h_tokens).",
             [target(increase("agentwatch_tokens_total", FRESH, window="5h"))],
             "short",
         ),
@@ -816,7 +858,7 @@ def overview() -> dict[str, Any]:
                 "apply.",
                 [
                     target(
-                        rate("agentwatch_tokens_total", *scope, by=label) + PER_HOUR,
+                        rate("agentwatch_tokens_total", *scope, by=label, fleet=True) + PER_HOUR,
                         f"{{{{{label}}}}}",
                     )
                 ],
@@ -830,7 +872,7 @@ def overview() -> dict[str, Any]:
             "Cost rate by project; project and model filters apply.",
             [
                 target(
-                    rate("agentwatch_cost_usd_total", *scope, by="project") + PER_HOUR,
+                    rate("agentwatch_cost_usd_total", *scope, by="project", fleet=True) + PER_HOUR,
                     "{{project}}",
                 )
             ],
@@ -842,7 +884,12 @@ def overview() -> dict[str, Any]:
                 f"{what} by {label} over the range",
                 f"{what} over the dashboard's time "
                 f"range by {label}, largest first; project and model filters apply.",
-                [target(sort_desc(increase(metric, *scope, by=label)), f"{{{{{label}}}}}")],
+                [
+                    target(
+                        sort_desc(increase(metric, *scope, by=label, fleet=True)),
+                        f"{{{{{label}}}}}",
+                    )
+                ],
                 unit,
             )
             for what, metric, unit, label in (
@@ -855,7 +902,7 @@ def overview() -> dict[str, Any]:
         table(
             "agentwatch alerts",
             "agentwatch alerts pending or firing now, with the labels the controller acts on.",
-            [(target('ALERTS{alertname=~"Agentwatch.*"}'), "active", "none")],
+            [(target(sel("ALERTS", 'alertname=~"Agentwatch.*"')), "active", "none")],
             "none",
             h=7,
         ),
@@ -879,7 +926,7 @@ def _pane_state_index() -> str:
         sel("agentwatch_pane_state", f'state="{state}"') + f" * {number}"
         for number, state in enumerate(PANE_STATES, start=1)
     ]
-    return "sum by (tmux_session, pane, agent) (" + " or ".join(parts) + ")"
+    return f"sum by ({per_host('tmux_session, pane, agent')}) (" + " or ".join(parts) + ")"
 
 
 def _time_in_state() -> str:
@@ -887,7 +934,7 @@ def _time_in_state() -> str:
     pane = "tmux_session, pane, agent"
     since = age("agentwatch_pane_state_since_timestamp_seconds", by=pane)
     current = gauge_by("agentwatch_pane_state", 'state!="working"', by=f"{pane}, state")
-    return f"({since}) * on ({pane}) group_left (state) ({current} == 1)"
+    return f"({since}) * on ({per_host(pane)}) group_left (state) ({current} == 1)"
 
 
 def sessions() -> dict[str, Any]:
@@ -1141,7 +1188,7 @@ def host() -> dict[str, Any]:
             [
                 target(gauge_by("agentwatch_footprint_agent_processes"), "processes"),
                 target(
-                    "max(predict_linear("
+                    f"max by ({HOST}) (predict_linear("
                     f"{sel('agentwatch_footprint_agent_processes')}[1h], 4 * 3600))",
                     "in 4 h at the 1 h trend",
                 ),
@@ -1162,7 +1209,12 @@ def host() -> dict[str, Any]:
             "Footprint growth",
             "Change of agent-related processes per hour over the last "
             "hour (deriv); positive for long means something piles up.",
-            [target(f"max(deriv({sel('agentwatch_footprint_agent_processes')}[1h]))" + PER_HOUR)],
+            [
+                target(
+                    f"max by ({HOST}) "
+                    f"(deriv({sel('agentwatch_footprint_agent_processes')}[1h]))" + PER_HOUR
+                )
+            ],
             "short",
             w=6,
             decimals=1,
@@ -1200,7 +1252,7 @@ def host() -> dict[str, Any]:
             [
                 target(
                     f"{gauge_by('agentwatch_host_load_average', by='window')} "
-                    f"/ on () group_left () {gauge_by('agentwatch_host_cpus')}",
+                    f"/ on ({HOST}) group_left () {gauge_by('agentwatch_host_cpus')}",
                     "{{window}}",
                 ),
                 target(threshold("host_load_per_cpu"), "pause above"),
@@ -1515,7 +1567,7 @@ def agentwatch_self() -> dict[str, Any]:
         stat(
             "Exporter scrape",
             "Whether Prometheus can scrape the exporter.",
-            [target(f"min({sel('up')})")],
+            [target(f"min by ({HOST}) ({sel('up')})")],
             "none",
             w=6,
             mappings=OK_FAILING,
@@ -1533,7 +1585,7 @@ def agentwatch_self() -> dict[str, Any]:
             "Sentinels whose spool file is present, fresh and parses.",
             [
                 target(gauge_by("agentwatch_sentinel_up", how="sum"), "up"),
-                target(f"count({sel('agentwatch_sentinel_up')})", "expected"),
+                target(f"count by ({HOST}) ({sel('agentwatch_sentinel_up')})", "expected"),
             ],
             "short",
             w=6,

@@ -22,7 +22,8 @@ DASHBOARD_DIR = ROOT / "grafana" / "dashboards"
 
 # What Grafana would put in place of its macros for a 1-hour range and a 15 s scrape.
 MACROS = {"__rate_interval": "5m", "__interval": "1m", "__range": "1h"}
-# Every template variable is used as `label=~"$var"`, so "All" (the regex .*) fits them all.
+# Every template variable ($job, $instance, $project, ...) is used as `label=~"$var"`, so "All"
+# (the regex .*) fits them all.
 VARIABLE_VALUE = ".*"
 VARIABLE = re.compile(r"\$(?:\{(\w+)(?::\w+)?\}|(\w+))")
 

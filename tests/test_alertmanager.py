@@ -44,6 +44,7 @@ ACTION_WORDS = {
 }
 # Labels that say where an alert happens; the message must name each one's value.
 WHERE_LABELS = (
+    "instance",
     "project",
     "session",
     "pid",
@@ -128,7 +129,13 @@ def test_local_and_main_configs_group_and_inhibit_alike() -> None:
     assert main["inhibit_rules"] == local["inhibit_rules"]
     assert main["route"]["group_by"] == local["route"]["group_by"]
     assert "severity" not in main["route"]["group_by"], "an escalating alert must stay one group"
-    assert {"alertname", "repo"} <= set(main["route"]["group_by"])
+    assert {"alertname", "instance", "repo"} <= set(main["route"]["group_by"])
+
+
+def test_one_hosts_alert_never_inhibits_another_hosts() -> None:
+    """One Prometheus may watch several workstations: inhibition stays within one instance."""
+    for rule in yaml.safe_load(MAIN_CONFIG.read_text())["inhibit_rules"]:
+        assert "instance" in rule.get("equal", []), rule
 
 
 def test_main_config_holds_placeholders_not_secrets() -> None:
@@ -153,7 +160,7 @@ def test_main_config_holds_placeholders_not_secrets() -> None:
 def test_escalating_alert_is_inhibited_by_its_higher_severity() -> None:
     rules = yaml.safe_load(MAIN_CONFIG.read_text())["inhibit_rules"]
     critical = next(r for r in rules if r["source_matchers"] == ['severity="critical"'])
-    assert critical["equal"] == ["alertname", "repo"]
+    assert critical["equal"] == ["alertname", "instance", "repo"]
     assert critical["target_matchers"] == ['severity=~"warning|info"']
 
 
@@ -376,7 +383,12 @@ def test_real_alertmanager_sends_one_escalated_message(
 
     wait_for(ready)
     ends = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
-    base = {"alertname": "AgentwatchReleaseStalled", "repo": "shop", "job": "agentwatch"}
+    base = {
+        "alertname": "AgentwatchReleaseStalled",
+        "repo": "shop",
+        "job": "agentwatch",
+        "instance": "alpha",
+    }
     alerts = [
         {
             "labels": {**base, "severity": s},
@@ -386,18 +398,31 @@ def test_real_alertmanager_sends_one_escalated_message(
         for s in ("info", "warning", "critical")
     ]
     other = {"labels": {**base, "repo": "blog", "severity": "info"}, "endsAt": ends}
-    requests.post(f"{api}/alerts", json=[*alerts, other], timeout=5).raise_for_status()
+    # The same repository stalled on another workstation: its own incident, never inhibited
+    # by alpha's critical.
+    beta = {"labels": {**base, "instance": "beta", "severity": "info"}, "endsAt": ends}
+    requests.post(f"{api}/alerts", json=[*alerts, other, beta], timeout=5).raise_for_status()
 
-    wait_for(lambda: len(received) >= 2)
+    wait_for(lambda: len(received) >= 3)
     time.sleep(1.5)  # a second message for the same incident would arrive by now
-    by_repo = {message["groupLabels"]["repo"]: message for message in received}
-    assert len(received) == 2, [m["groupLabels"] for m in received]
-    shop = by_repo["shop"]
+    by_incident = {
+        (message["groupLabels"]["instance"], message["groupLabels"]["repo"]): message
+        for message in received
+    }
+    assert len(received) == 3, [m["groupLabels"] for m in received]
+    shop = by_incident["alpha", "shop"]
     assert [a["labels"]["severity"] for a in shop["alerts"]] == ["critical"]
-    assert [a["labels"]["severity"] for a in by_repo["blog"]["alerts"]] == ["info"]
+    assert [a["labels"]["severity"] for a in by_incident["alpha", "blog"]["alerts"]] == ["info"]
+    assert [a["labels"]["severity"] for a in by_incident["beta", "shop"]["alerts"]] == ["info"]
 
-    state = requests.get(f"{api}/alerts", params={"filter": 'repo="shop"'}, timeout=5).json()
+    state = requests.get(
+        f"{api}/alerts", params={"filter": ['repo="shop"', 'instance="alpha"']}, timeout=5
+    ).json()
     status = {a["labels"]["severity"]: a["status"] for a in state}
+    other_host = requests.get(
+        f"{api}/alerts", params={"filter": ['repo="shop"', 'instance="beta"']}, timeout=5
+    ).json()
+    assert [a["status"]["state"] for a in other_host] == ["active"]
     assert status["critical"]["state"] == "active"
     for lower in ("info", "warning"):
         assert status[lower]["state"] == "suppressed"

@@ -51,6 +51,17 @@ def test_reads_and_merges_an_ha_pair_by_fingerprint() -> None:
     assert all(a.actionable for a in snapshot.alerts)
 
 
+@responses.activate
+def test_only_alerts_of_its_own_host_concern_a_controller() -> None:
+    mine = am_alert("AgentwatchHostLoadHigh", "pause", "aa")
+    theirs = am_alert("AgentwatchHostLoadHigh", "pause", "bb")
+    mine["labels"]["instance"], theirs["labels"]["instance"] = "laptop-ana", "desk-bo"
+    responses.get(f"{AM1}/api/v2/alerts", json=[mine, theirs])
+    snapshot = AlertReader([AM1], timeout=1, match={"instance": "laptop-ana"}).read()
+    assert snapshot.alerts is not None
+    assert [a.labels["instance"] for a in snapshot.alerts] == ["laptop-ana"]
+
+
 def test_a_silence_seen_by_either_peer_wins_the_merge() -> None:
     acked, _ = parse_alerts([am_alert("AgentwatchX", "shrink", "aa", silenced=True)])
     fresh, _ = parse_alerts([am_alert("AgentwatchX", "shrink", "aa")])

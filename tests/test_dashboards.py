@@ -25,6 +25,7 @@ import yaml
 
 from tests.conftest import free_port
 from tests.dashboards import (
+    AGGREGATIONS,
     DASHBOARD_DIR,
     MAY_BE_EMPTY,
     ROOT,
@@ -245,6 +246,56 @@ def test_query_variables_read_documented_labels_of_earlier_variables(uid: str) -
 
 
 @pytest.mark.parametrize("uid", DASHBOARD_UIDS)
+def test_job_then_instance_variables_come_first(uid: str) -> None:
+    """Every dashboard picks the job, then the hosts (workstations) of that job."""
+    variables = load_dashboards()[uid]["templating"]["list"]
+    job, instance = variables[1], variables[2]
+    assert job["name"] == "job"
+    assert instance["name"] == "instance"
+    assert instance["query"]["query"] == (
+        'label_values(agentwatch_exporter_build_info{job=~"$job"}, instance)'
+    )
+    assert instance["multi"] and instance["includeAll"] and instance["allValue"] == ".*"
+
+
+def _per_host(expr: str) -> bool:
+    """The expression keeps hosts apart: raw series, or aggregated by instance."""
+    parts = anatomy(expr)
+    aggregated = any(f in AGGREGATIONS for f in parts.functions)
+    return not aggregated or "instance" in parts.grouping_labels
+
+
+# The only panels that add the selected hosts up: what the agents cost and spend in total,
+# and how many alerts fire. Everything else describes one host and keeps hosts apart.
+FLEET_PANELS = {
+    ("agentwatch-overview", title)
+    for title in (
+        "Spend today", "Spend this week", "Spend this month", "Firing alerts",
+        "Tokens per hour by type", "Tokens per hour by model", "Tokens per hour by project",
+        "Spend per hour by project", "Spend by model over the range",
+        "Spend by project over the range", "Tokens by type over the range",
+    )
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", TARGETS, ids=_target_id)
+def test_host_panels_keep_hosts_apart(case: tuple) -> None:
+    uid, panel, item = case
+    if (uid, panel["title"]) in FLEET_PANELS:
+        return
+    assert _per_host(item["expr"]), f"merges hosts: {item['expr']}"
+    if panel["type"] in LEGEND_PANELS and "by (instance" in item["expr"]:
+        assert "{{instance}}" in item["legendFormat"], "several hosts need the host in the legend"
+
+
+def test_per_host_check_can_fail() -> None:
+    assert not _per_host('max(a{job=~"$job",instance=~"$instance"})')
+    assert not _per_host('sum by (kind) (a{job=~"$job",instance=~"$instance"})')
+    assert _per_host('max by (instance, kind) (a{job=~"$job",instance=~"$instance"})')
+    assert _per_host('time() - a{job=~"$job",instance=~"$instance"}')
+
+
+@pytest.mark.parametrize("uid", DASHBOARD_UIDS)
 def test_panel_ids_are_unique(uid: str) -> None:
     ids = [panel["id"] for panel in panels(load_dashboards()[uid])]
     assert len(ids) == len(set(ids))
@@ -425,14 +476,20 @@ def test_labels_are_documented(case: tuple) -> None:
 
 
 @pytest.mark.parametrize("case", TARGETS, ids=_target_id)
-def test_selectors_filter_by_job_and_variables_are_regex_matched(case: tuple) -> None:
+def test_selectors_filter_by_job_and_instance_and_variables_are_regex_matched(
+    case: tuple,
+) -> None:
+    """One Prometheus may scrape several workstations: every selector (ALERTS too, whose
+    labels carry the alert's job and instance) narrows to the chosen jobs and hosts."""
     uid, _, item = case
     parts = anatomy(item["expr"])
     defined = {v["name"] for v in load_dashboards()[uid]["templating"]["list"]}
     regex_uses = 0
     for selector in parts.selectors:
-        if selector.metric != "ALERTS":
-            assert ("job", "=~", "$job") in selector.matchers, f"{selector.metric} without job"
+        assert ("job", "=~", "$job") in selector.matchers, f"{selector.metric} without job"
+        assert ("instance", "=~", "$instance") in selector.matchers, (
+            f"{selector.metric} without instance"
+        )
         for label, operator, value in selector.matchers:
             if "$" in value:
                 assert operator == "=~", f"{label}{operator}{value}: variables need =~"
@@ -491,6 +548,8 @@ def test_reader_catches_what_the_rules_forbid() -> None:
 def test_concrete_substitutes_macros_and_variables() -> None:
     expr = 'increase(a{p=~"$project",m=~"${model}"}[$__range]) + rate(b[$__rate_interval])'
     assert concrete(expr) == 'increase(a{p=~".*",m=~".*"}[1h]) + rate(b[5m])'
+    host = 'up{job=~"$job",instance=~"$instance"}'
+    assert concrete(host) == 'up{job=~".*",instance=~".*"}'
     with pytest.raises(ValueError):
         concrete("rate(a[$__unknown_macro])")
 

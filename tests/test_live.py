@@ -85,3 +85,28 @@ def test_appended_line_shows_up_on_metrics(workdirs: dict[str, Path], processes:
 
     sentinel.send_signal(signal.SIGTERM)
     assert sentinel.wait(timeout=10) == 0
+
+
+def test_a_root_created_after_the_start_is_followed(tmp_path: Path, processes: list) -> None:
+    """Claude Code run for the first time after agentwatch started: its projects/ folder
+    appears later and is watched from the next heartbeat (`interval`), not only from the
+    next full rescan."""
+    claude = tmp_path / "claude"  # does not exist yet
+    config = tmp_path / "config.yaml"
+    config.write_text("sentinels:\n  token-ledger: {interval: 1, reconcile_interval: 1h}\n")
+    spool = tmp_path / "spool"
+    sentinel = subprocess.Popen(
+        [*CLI, "--config", str(config), "sentinel", "token-ledger", "--spool-dir", str(spool),
+         "--state-dir", str(tmp_path / "state")],
+        env=dict(os.environ, CLAUDE_CONFIG_DIR=str(claude)),
+    )  # fmt: skip
+    processes.append(sentinel)
+    deadline = time.monotonic() + 15
+    while not (spool / "token-ledger.prom").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    transcript(claude).write_bytes(encode(assistant(input_tokens=77)))
+    found = 0.0
+    while time.monotonic() < deadline and found != 77:
+        time.sleep(0.2)
+        found = token_totals((spool / "token-ledger.prom").read_text()).get("input", 0.0)
+    assert found == 77

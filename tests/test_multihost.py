@@ -1,21 +1,23 @@
 """Several workstations, one Prometheus: two agentwatch hosts on loopback scraped as one job.
 
 Each host is a real exporter plus a real footprint sentinel with its own config and spool.
-They share this machine's /proc, so each host's footprint sentinel gets its own signature
-file: host "alpha" counts three real `sleep` processes started from a folder named after it,
-host "beta" counts nothing. Both configs set `thresholds.footprint_processes: 2` (served as
-`agentwatch_alert_threshold`). One real Prometheus (1 s scrape and evaluation) loads the real
-rules/*.rules.yml and scrapes both exporters as job "agentwatch", `instance` set to the host
-name (the layout the README recommends).
+They share this machine's /proc and the same signature file, so both hosts count the SAME
+three real `sleep` processes. Their thresholds differ: `thresholds.footprint_processes` is 2 on
+"alpha" and 1000 on "beta" (each served by its own exporter as `agentwatch_alert_threshold`).
+One real Prometheus (1 s scrape and evaluation) loads the real rules/*.rules.yml and scrapes
+both exporters as job "agentwatch", `instance` set to the host name (the layout the README
+recommends).
 
 Checked:
-- both instances' `agentwatch_sentinel_up` and threshold series are present, apart;
-- AgentwatchFootprintHigh is active for instance alpha only. Its `for:` is 5m, so the test
-  stops at the pending state (/api/v1/alerts lists pending alerts with their labels): that is
-  the per-instance evaluation path; `for:` only delays the same labelled alert;
+- both instances' `agentwatch_sentinel_up`, threshold and footprint series are present, apart;
+- AgentwatchFootprintHigh is active for instance alpha only: each host is judged against its
+  own threshold (rules that took the most lenient host's threshold, `on () group_left ()
+  max(...)`, would keep alpha silent too). Its `for:` is 5m, so the test stops at the pending
+  state (/api/v1/alerts lists pending alerts with their labels): that is the per-instance
+  evaluation path; `for:` only delays the same labelled alert;
 - stopping beta's exporter makes AgentwatchExporterDown active for instance beta only;
-- every dashboard query still runs with an `instance` matcher added next to its `job` one (what
-  an `instance` template variable would do), and the footprint panel then tells the hosts apart.
+- every dashboard query runs with its `instance` variable narrowed to one host, the footprint
+  panel shows one series per host with each host's own cap, and "Sentinels up" counts per host.
 
 That the controller keeps steering from one Alertmanager of an HA pair when the other stops is
 tests/test_controller_alertmanager.py::test_ha_pair_merges_and_survives_one_peer.
@@ -43,11 +45,11 @@ PROMETHEUS = shutil.which("prometheus")
 SLEEP = shutil.which("sleep") or "/bin/sleep"
 pytestmark = pytest.mark.skipif(PROMETHEUS is None, reason="needs prometheus")
 HOSTS = ("alpha", "beta")
-THRESHOLD = 2
-ALPHA_PROCESSES = 3
+THRESHOLDS = {"alpha": 2, "beta": 1000}  # thresholds.footprint_processes per host
+PROCESSES = 3  # agent-related processes both hosts see
 
 
-def host_config(folder: Path, token: str) -> tuple[Path, str]:
+def host_config(folder: Path, token: str, threshold: int) -> tuple[Path, str]:
     """Config of one host: only the footprint sentinel, counting processes named by `token`."""
     signatures = folder / "signatures.json"
     signatures.write_text(
@@ -62,7 +64,7 @@ def host_config(folder: Path, token: str) -> tuple[Path, str]:
     others = ("token-ledger", "resources", "release-readiness", "idle-error")
     values: dict[str, Any] = {
         "exporter": {"listen": listen},
-        "thresholds": {"footprint_processes": THRESHOLD},
+        "thresholds": {"footprint_processes": threshold},
         "sentinels": {
             "footprint": {"interval": "1s", "signatures_file": str(signatures)},
             **{name: {"enabled": False} for name in others},
@@ -162,11 +164,11 @@ def test_two_hosts_one_prometheus_alerts_and_series_per_instance(
     tmp_path: Path, processes: list[subprocess.Popen]
 ) -> None:
     token = f"aw-fleet-{uuid.uuid4().hex[:12]}"
-    fleet = tmp_path / f"{token}-alpha"  # alpha's processes run from here; beta's never do
+    fleet = tmp_path / f"{token}-fleet"  # both hosts' signatures match what runs from here
     fleet.mkdir()
     sleeper = fleet / "sleep"
     shutil.copy2(SLEEP, sleeper)
-    for _ in range(ALPHA_PROCESSES):
+    for _ in range(PROCESSES):
         start([str(sleeper), "300"], tmp_path / "sleepers.log", processes)
 
     exporters: dict[str, subprocess.Popen] = {}
@@ -174,7 +176,7 @@ def test_two_hosts_one_prometheus_alerts_and_series_per_instance(
     for host in HOSTS:
         folder = tmp_path / host
         folder.mkdir()
-        config, targets[host] = host_config(folder, f"{token}-{host}")
+        config, targets[host] = host_config(folder, f"{token}-fleet", THRESHOLDS[host])
         base = [*CLI, "--config", str(config)]
         spool = ["--spool-dir", str(folder / "spool")]
         exporters[host] = start([*base, "exporter", *spool], folder / "exporter.log", processes)
@@ -191,16 +193,17 @@ def test_two_hosts_one_prometheus_alerts_and_series_per_instance(
                   lambda: f"not both hosts scraped: {query(url, 'up')}")  # fmt: skip
     assert up == {"alpha": 1.0, "beta": 1.0}
     threshold = 'agentwatch_alert_threshold{job="agentwatch",name="footprint_processes"}'
-    assert by_instance(url, threshold) == {"alpha": THRESHOLD, "beta": THRESHOLD}
+    assert by_instance(url, threshold) == THRESHOLDS
     processes_expr = 'agentwatch_footprint_agent_processes{job="agentwatch"}'
     counts = wait_for(
         lambda: len(by_instance(url, processes_expr)) == 2 and by_instance(url, processes_expr),
         30,
         lambda: "no footprint series",
     )
-    assert counts == {"alpha": ALPHA_PROCESSES, "beta": 0.0}
+    assert counts == {"alpha": PROCESSES, "beta": PROCESSES}
 
-    # A per-host alert from a sentinel metric: alpha only (pending: its for: is 5m).
+    # Same counts, different thresholds: alpha (3 > 2) alerts, beta (3 < 1000) does not
+    # (pending: the alert's for: is 5m).
     footprint = wait_for(
         lambda: active_alerts(url, "AgentwatchFootprintHigh"),
         30,
@@ -211,22 +214,24 @@ def test_two_hosts_one_prometheus_alerts_and_series_per_instance(
     assert set(footprint) == {"alpha"}, footprint
     assert footprint["alpha"] in ("pending", "firing")
 
-    # Dashboard queries with an instance matcher added tell the hosts apart.
+    # Dashboards: every query runs narrowed to one host (the `instance` variable), and the
+    # host panels keep the hosts apart with all hosts selected.
     queries = list(dashboard_queries())
     assert queries
     for item in queries:
-        if "ALERTS{" in item.expr:
-            continue  # Prometheus' own ALERTS series: the alert's labels, checked above
         for host in HOSTS:
             query(url, with_instance(item.expr, host))  # every one still runs
-    panel = next(q for q in queries if q.panel == "Footprint against the cap" and q.ref_id == "A")
-    split = {host: query(url, with_instance(panel.expr, host)) for host in HOSTS}
-    assert {host: float(result[0]["value"][1]) for host, result in split.items()} == {
-        "alpha": ALPHA_PROCESSES,
-        "beta": 0.0,
+    cap = {
+        ref: next(q for q in queries if q.panel == "Footprint against the cap" and q.ref_id == ref)
+        for ref in ("A", "C")
     }
+    assert by_instance(url, cap["A"].expr) == {"alpha": PROCESSES, "beta": PROCESSES}
+    assert by_instance(url, cap["C"].expr) == THRESHOLDS, "each host's own cap line"
+    for host in HOSTS:
+        narrowed = query(url, with_instance(cap["C"].expr, host))
+        assert [float(item["value"][1]) for item in narrowed] == [THRESHOLDS[host]]
     health = next(q for q in queries if q.panel == "Sentinels up" and q.ref_id == "B")
-    assert float(query(url, health.expr)[0]["value"][1]) == 2, "one footprint per host"
+    assert by_instance(url, health.expr) == {"alpha": 1.0, "beta": 1.0}, "one footprint each"
 
     # A per-host alert from `up`: stop beta's exporter; the alert names beta only.
     exporters["beta"].terminate()
@@ -239,8 +244,8 @@ def test_two_hosts_one_prometheus_alerts_and_series_per_instance(
 
 
 def with_instance(expr: str, host: str) -> str:
-    """`expr` (template variables already "All") narrowed to one host, the way an `instance`
-    variable next to `job` would narrow it."""
-    narrowed = expr.replace('job=~".*"', f'job=~"agentwatch",instance=~"{host}"')
-    assert narrowed != expr, f"a dashboard query without a job matcher: {expr}"
+    """`expr` (template variables already "All") narrowed to one host, as choosing that host
+    in the dashboards' `instance` variable does."""
+    narrowed = expr.replace('instance=~".*"', f'instance=~"{host}"')
+    assert narrowed != expr, f"a dashboard query without an instance matcher: {expr}"
     return narrowed

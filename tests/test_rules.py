@@ -153,6 +153,22 @@ MUTATIONS = [
         "increase(agentwatch_api_errors_total[10m])) >= 2",
         "capacity_test.yml",
     ),
+    # Back to "the most lenient host's threshold applies everywhere".
+    (
+        "alerts-capacity.rules.yml",
+        "on (job, instance) group_left ()\n"
+        '            agentwatch_alert_threshold{name="footprint_processes"}',
+        "on () group_left ()\n"
+        '            max(agentwatch_alert_threshold{name="footprint_processes"})',
+        "multihost_test.yml",
+    ),
+    # A budget merged over every controller instance.
+    (
+        "alerts-spend.rules.yml",
+        "max by (job, instance) (agentwatch_budget_limit_usd) > 0)",
+        "max by (job) (agentwatch_budget_limit_usd) > 0)",
+        "multihost_test.yml",
+    ),
 ]
 
 

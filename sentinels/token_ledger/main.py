@@ -84,9 +84,12 @@ class _Watch:
         self.watched: set[Path] = set()
         self.observer.start()
 
-    def refresh(self) -> None:
+    def refresh(self) -> bool:
+        """Watch roots that exist now; True when one was added (it may already hold files)."""
+        added = False
         for root in self.roots:
             if root not in self.watched and root.is_dir():
+                added = True
                 try:
                     self.observer.schedule(
                         self.handler, str(root), recursive=True, event_filter=WATCHED_EVENTS
@@ -95,6 +98,7 @@ class _Watch:
                 except OSError as err:  # e.g. inotify watch limit: the reconcile scan still works
                     log.warning("cannot watch %s (%s); relying on the periodic scan", root, err)
                     self.watched.add(root)
+        return added
 
     def stop(self) -> None:
         self.observer.stop()
@@ -240,6 +244,9 @@ def _follow(
             last_scan = now
         if now - last_publish >= runner.interval:
             unpublished = True  # a heartbeat: the exporter judges staleness by it
+            if watch.refresh():  # a root created since (e.g. the first Claude Code run)
+                last_scan = 0.0
+                continue
         if unpublished and now - last_publish >= PUBLISH_GAP:
             runner.publish()
             last_publish, unpublished = now, False
