@@ -77,6 +77,13 @@ def assistant_line(session: DemoSession, cwd: str, rng: random.Random) -> dict:
     )
 
 
+# A server error (not a rate limit or an overload, which would open the breaker and pause the
+# whole demo for its cool-down): the session stalls, the rest carries on.
+API_ERROR_TEXT = (
+    'API Error: 500 {"type":"error","error":{"type":"api_error","message":"Internal server error"}}'
+)
+
+
 def api_error_line(session: DemoSession, cwd: str) -> dict:
     return _line(
         session,
@@ -89,8 +96,7 @@ def api_error_line(session: DemoSession, cwd: str) -> dict:
             "content": [
                 {
                     "type": "text",
-                    "text": 'API Error: 529 {"type":"error","error":{"type":"overloaded_error",'
-                    '"message":"Overloaded"}}',
+                    "text": API_ERROR_TEXT,
                 }
             ],
             "usage": {"input_tokens": 0, "output_tokens": 0},

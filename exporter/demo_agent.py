@@ -29,10 +29,7 @@ PROMPT_BOX = (
     "╰──────────────────────────────────────────────────────────╯\n"
     "  ⏵⏵ bypass permissions on (shift+tab to cycle)"
 )
-API_ERROR = (
-    '⏺ API Error: 500 {"type":"error","error":{"type":"api_error",'
-    '"message":"Internal server error"}}'
-)
+API_ERROR = "⏺ " + demo.API_ERROR_TEXT
 
 
 @dataclass

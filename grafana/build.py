@@ -42,7 +42,7 @@ EXPLICIT_WINDOWS = {
     "7d": "the 7-day token quota window",
 }
 
-# Pane states of the idle-error sentinel (docs/contracts-wip.md), in the order the state
+# Pane states of the idle-error sentinel (docs/metrics.md), in the order the state
 # timeline numbers them, with the colour each one gets.
 PANE_STATES = {
     "working": "green",

@@ -8,8 +8,6 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
 MINIMAL_CONFIG = "[req]\ndistinguished_name = dn\nprompt = no\n[dn]\nCN = unused\n"
 
 
@@ -41,8 +39,7 @@ def _cert(folder: Path, name: str, subject: str, *extra: str) -> None:
 
 
 def make_pki(folder: Path) -> Pki:
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is needed to make test certificates (Debian package openssl)")
+    assert shutil.which("openssl"), "openssl makes the test certificates (scripts/setup --test)"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "min.cnf").write_text(MINIMAL_CONFIG)
     ca_ext = ("-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=keyCertSign")

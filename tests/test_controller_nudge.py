@@ -4,7 +4,6 @@ escalation, backoff, allow-list."""
 from __future__ import annotations
 
 import logging
-import shutil
 import subprocess
 import sys
 import time
@@ -18,8 +17,6 @@ import pytest
 from agentwatch.controller import state
 from agentwatch.controller.nudge import Nudger, Tmux, slug, transcript_bytes
 from agentwatch.controller.policy import NudgeTarget, State
-
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 
 # A stand-in agent: every line typed into its pane is appended to its transcript.
 AGENT = (

@@ -3,7 +3,7 @@
 Grafana cannot run here, so the rules that grafana/dashboard-linter applies are re-implemented
 over the JSON (datasource variable, units, $__rate_interval, counters only inside rate or
 increase, unique ids, layout on 24 columns), plus: every metric and label a query names is
-documented in docs/metrics.md or docs/contracts-wip.md, and Prometheus accepts every query.
+documented in docs/metrics.md, and Prometheus accepts every query.
 """
 
 from __future__ import annotations
@@ -86,11 +86,9 @@ COVERAGE = {
 # --- what the documents say exists ---------------------------------------------------------
 
 METRICS_DOC = ROOT / "docs" / "metrics.md"
-CONTRACTS_DOC = ROOT / "docs" / "contracts-wip.md"  # merged into metrics.md once built
 METRICS_ROW = re.compile(
     r"^\| `(agentwatch_[a-z0-9_]+)` \| (?:counter|gauge) \| ([a-z_, ]*)\|", re.M
 )
-CONTRACT_NAME = re.compile(r"`(agentwatch_[a-z0-9_]+)(\{[^}`]*\})?")
 THRESHOLD_ROW = re.compile(r"^\| `?([a-z0-9_]+)`? \| [0-9.]+ \|", re.M)
 
 
@@ -98,25 +96,16 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8") if path.exists() else ""
 
 
-def _contract_labels(braces: str | None) -> set[str]:
-    """`{a,b}` or `{window="1m"|"5m"}` -> label names; `{same}` says nothing on its own."""
-    if not braces or braces == "{same}":
-        return set()
-    return {re.match(r"\s*([a-z_]*)", part).group(1) for part in braces[1:-1].split(",")} - {""}
-
-
 def documented_metrics() -> dict[str, set[str]]:
-    """Every metric of the docs/metrics.md tables or named in docs/contracts-wip.md -> labels."""
+    """Every metric of the docs/metrics.md tables -> its labels."""
     known: dict[str, set[str]] = {}
     for name, labels in METRICS_ROW.findall(_read(METRICS_DOC)):
         known.setdefault(name, set()).update(x.strip() for x in labels.split(",") if x.strip())
-    for name, braces in CONTRACT_NAME.findall(_read(CONTRACTS_DOC)):
-        known.setdefault(name, set()).update(_contract_labels(braces))
     return known
 
 
 DOCUMENTED = documented_metrics()
-THRESHOLDS = set(THRESHOLD_ROW.findall(_read(METRICS_DOC) + _read(CONTRACTS_DOC)))
+THRESHOLDS = set(THRESHOLD_ROW.findall(_read(METRICS_DOC)))
 
 
 def _load_builder() -> ModuleType:
@@ -452,7 +441,7 @@ def test_metrics_are_documented(case: tuple) -> None:
     _, _, item = case
     for selector in anatomy(item["expr"]).selectors:
         assert selector.metric in DOCUMENTED or selector.metric in PROMETHEUS_SERIES, (
-            f"{selector.metric} is in neither docs/metrics.md nor docs/contracts-wip.md"
+            f"{selector.metric} is not in docs/metrics.md"
         )
 
 

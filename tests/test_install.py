@@ -116,7 +116,6 @@ def test_install_writes_units_configs_and_example_config(
     assert str(units / "agentwatch-exporter.service") in manifest["files"]
 
 
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
 def test_installed_prometheus_config_loads_installed_rules(
     layout: dict[str, Path], sources: Path, tmp_path: Path
 ) -> None:
@@ -141,7 +140,6 @@ def test_installed_prometheus_config_loads_installed_rules(
     )
 
 
-@pytest.mark.skipif(shutil.which("amtool") is None, reason="amtool not installed")
 def test_installed_alertmanager_config_passes_amtool(
     layout: dict[str, Path], sources: Path
 ) -> None:

@@ -67,3 +67,10 @@ def test_docs_match_the_real_output(workdirs: dict[str, Path]) -> None:
         # Families without samples in this run show no labels; the rest must match exactly.
         if labels:
             assert documented[name][1] == labels, name
+
+
+def test_the_thresholds_table_lists_every_configurable_threshold() -> None:
+    rows = re.findall(r"^\| `([a-z0-9_]+)` \| ([0-9.]+) \|", DOC.read_text(), re.M)
+    assert {name: float(value) for name, value in rows} == {
+        name: default for name, (default, _) in config.ALERT_THRESHOLDS.items()
+    }

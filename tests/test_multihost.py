@@ -34,7 +34,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 import requests
 import yaml
 
@@ -43,7 +42,6 @@ from tests.dashboards import ROOT, dashboard_queries
 
 PROMETHEUS = shutil.which("prometheus")
 SLEEP = shutil.which("sleep") or "/bin/sleep"
-pytestmark = pytest.mark.skipif(PROMETHEUS is None, reason="needs prometheus")
 HOSTS = ("alpha", "beta")
 THRESHOLDS = {"alpha": 2, "beta": 1000}  # thresholds.footprint_processes per host
 PROCESSES = 3  # agent-related processes both hosts see

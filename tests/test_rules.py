@@ -27,7 +27,6 @@ TEST_FILES = sorted((RULES_DIR / "tests").glob("*_test.yml"))
 RUNBOOK = ROOT / "docs" / "runbook.md"
 ALERTS_DOC = ROOT / "docs" / "alerts.md"
 METRICS_DOC = ROOT / "docs" / "metrics.md"
-CONTRACT_DOC = ROOT / "docs" / "contracts-wip.md"
 
 RUNBOOK_BASE = "https://github.com/agentwatch/agentwatch/blob/main/docs/runbook.md#"
 SEVERITIES = {"critical", "warning", "info"}
@@ -87,8 +86,6 @@ def documented_actions() -> set[str]:
 
 def documented_metrics() -> set[str]:
     names = set(re.findall(r"`(agentwatch_[a-z0-9_]+)`", METRICS_DOC.read_text()))
-    if CONTRACT_DOC.exists():
-        names |= set(re.findall(r"`?(agentwatch_[a-z0-9_]+)", CONTRACT_DOC.read_text()))
     return names
 
 
@@ -242,13 +239,6 @@ def test_actions_are_in_the_contract() -> None:
             assert labels.get("agentwatch_tier") in TIERS, rule["alert"]
         else:
             assert "agentwatch_tier" not in labels, rule["alert"]
-
-
-def test_actions_match_the_shared_contract_while_it_exists() -> None:
-    if not CONTRACT_DOC.exists():
-        pytest.skip("docs/contracts-wip.md has been merged away")
-    contract = CONTRACT_DOC.read_text().split("## Alert label contract", 1)[1]
-    assert set(re.findall(r"^- `([a-z_]+)`", contract, flags=re.MULTILINE)) == documented_actions()
 
 
 def promtool_cases() -> Iterator[dict[str, Any]]:

@@ -22,10 +22,6 @@ SYSTEMD_DIR = Path(__file__).resolve().parents[1] / "systemd"
 EXPOSURE_MAX = 3.0
 SENTINEL_INSTANCE = "agentwatch-sentinel@token-ledger.service"
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed"
-)
-
 
 def analyze(*args: str, cwd: Path, home: Path | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ, XDG_RUNTIME_DIR=str(cwd / ".runtime"))

@@ -4,7 +4,6 @@ web config file: real certificates (openssl), real HTTPS requests, real Promethe
 from __future__ import annotations
 
 import base64
-import shutil
 import socket
 import ssl
 import subprocess
@@ -314,7 +313,6 @@ def test_throttle_refuses_to_start_with_a_broken_web_config(tmp_path: Path) -> N
 # --- Prometheus scraping it -------------------------------------------------------------------
 
 
-@pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus is not installed")
 def test_prometheus_scrapes_the_tls_and_auth_exporter(tmp_path: Path, pki: Pki, exporter) -> None:
     web = web_file(
         tmp_path, tls_server_config=tls_section(pki), basic_auth_users={"prometheus": HASH}
