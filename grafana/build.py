@@ -1,9 +1,11 @@
 """Write agentwatch's Grafana dashboards from one description, so the five stay consistent.
 
 Grafana cannot run here, so the JSON model (schemaVersion 39) is written directly from plain
-dicts: one helper per panel type, one function per dashboard, a layout that packs panels into
-rows of 24 columns. `python grafana/build.py` rewrites grafana/dashboards/*.json; `--check`
-exits 1 when the committed files differ (tests/test_dashboards.py does the same).
+dicts: one helper per panel kind holds that kind's defaults, so a panel below states only its
+title, description, queries, unit and what differs; one function per dashboard lists its
+panels, and a layout packs them into rows of 24 columns. `python grafana/build.py` rewrites
+grafana/dashboards/*.json; `--check` exits 1 when the committed files differ
+(tests/test_dashboards.py does the same).
 
 Query conventions (linted by tests/test_dashboards.py, explained in grafana/README.md):
 - every selector filters `job=~"$job",instance=~"$instance"`; template variables appear only
@@ -24,7 +26,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +67,11 @@ REPO = 'repo=~"$repo"'
 FRESH = 'type!="cache_read"'  # fresh tokens: what quotas and burn alerts count
 PER_HOUR = " * 3600"
 
+Json = dict[str, Any]
+Targets = Json | list[Json]  # one query, or several (refIds A, B, ... in this order)
+Steps = list[tuple[float | None, str]]  # threshold steps: (from value, colour)
+Column = tuple[str, str, str]  # a table column: (expression, header, unit)
+
 
 # --- expressions -------------------------------------------------------------------------
 
@@ -91,11 +99,7 @@ def _aggregate(how: str, by: str, inner: str, *, fleet: bool = False) -> str:
 
 
 def rate(
-    metric: str,
-    *matchers: str,
-    by: str = "",
-    window: str = "$__rate_interval",
-    fleet: bool = False,
+    metric: str, *matchers: str, by: str = "", window: str = "$__rate_interval", fleet: bool = False
 ) -> str:
     """Per-second rate of a counter, summed per host (by `by`)."""
     return _aggregate("sum", by, f"rate({sel(metric, *matchers)}[{window}])", fleet=fleet)
@@ -111,6 +115,11 @@ def increase(
 def gauge_by(metric: str, *matchers: str, by: str = "", how: str = "max") -> str:
     """A gauge aggregated per host (by `by`): max keeps one value when several jobs serve it."""
     return _aggregate(how, by, sel(metric, *matchers))
+
+
+def gauges_by(*matchers: str, by: str) -> Callable[[str], str]:
+    """gauge_by with fixed matchers and grouping: the columns of one table share them."""
+    return lambda metric: gauge_by(metric, *matchers, by=by)
 
 
 def age(metric: str, *matchers: str, by: str = "") -> str:
@@ -131,10 +140,15 @@ def millis(expr: str) -> str:
     return f"{expr} * 1000"
 
 
-# --- panels ------------------------------------------------------------------------------
+# --- queries -----------------------------------------------------------------------------
 
 
-def target(expr: str, legend: str = "", *, instant: bool = False) -> dict[str, Any]:
+def legend_for(by: str) -> str:
+    """A legend naming each series by the labels `by`: "project, kind" -> "{{project}} {{kind}}"."""
+    return " ".join("{{" + label.strip() + "}}" for label in by.split(",") if label.strip())
+
+
+def target(expr: str, legend: str = "") -> Json:
     """One query; refId and the table format are filled in by the panel that holds it.
 
     A query whose result is per host (grouped by instance) gets the host in its legend, so
@@ -142,37 +156,70 @@ def target(expr: str, legend: str = "", *, instant: bool = False) -> dict[str, A
     """
     if f"by ({HOST}" in expr and "{{instance}}" not in legend:
         legend = f"{{{{{HOST}}}}} {legend}".rstrip()
-    return {"expr": expr, "legendFormat": legend, "instant": instant}
+    return {"expr": expr, "legendFormat": legend}
 
 
-def _targets(items: Iterable[dict[str, Any]], *, instant: bool, table: bool) -> list[dict]:
-    out = []
-    for index, item in enumerate(items):
-        is_instant = instant or item["instant"]
-        out.append(
-            {
-                "datasource": DATASOURCE,
-                "editorMode": "code",
-                "expr": item["expr"],
-                "format": "table" if table else "time_series",
-                "instant": is_instant,
-                "legendFormat": item["legendFormat"] or "__auto",
-                "range": not is_instant,
-                "refId": chr(ord("A") + index),
-            }
-        )
-    return out
+def level(metric: str, *matchers: str, by: str = "", how: str = "max", legend: str = "") -> Json:
+    """A gauge per host (by `by`), its series named by `by` unless `legend` names them."""
+    return target(gauge_by(metric, *matchers, by=by, how=how), legend or legend_for(by))
 
 
-def _thresholds(steps: Iterable[tuple[float | None, str]] | None) -> dict[str, Any]:
+def hourly(
+    metric: str, *matchers: str, by: str = "", legend: str = "", fleet: bool = False
+) -> Json:
+    """A counter's rate per hour per host (by `by`), its series named by `by` or `legend`."""
+    rate_per_hour = rate(metric, *matchers, by=by, fleet=fleet) + PER_HOUR
+    return target(rate_per_hour, legend or legend_for(by))
+
+
+def when(metric: str, *matchers: str, by: str = "") -> Json:
+    """The timestamp gauge `metric` per host (by `by`), for a dateTimeFromNow unit."""
+    return target(millis(gauge_by(metric, *matchers, by=by)), legend_for(by))
+
+
+def ref_id(index: int) -> str:
+    return chr(ord("A") + index)
+
+
+def _listed(targets: Targets) -> list[Json]:
+    return targets if isinstance(targets, list) else [targets]
+
+
+def _queries(targets: Targets, *, instant: bool, table: bool) -> list[Json]:
+    return [
+        {
+            "datasource": DATASOURCE,
+            "editorMode": "code",
+            "expr": item["expr"],
+            "format": "table" if table else "time_series",
+            "instant": instant,
+            "legendFormat": item["legendFormat"] or "__auto",
+            "range": not instant,
+            "refId": ref_id(index),
+        }
+        for index, item in enumerate(_listed(targets))
+    ]
+
+
+# --- panels ------------------------------------------------------------------------------
+
+BY_THRESHOLDS = {"mode": "thresholds"}
+PALETTE = {"mode": "palette-classic"}
+REDUCE = {"calcs": ["lastNotNull"], "fields": "", "values": False}
+INSTANT_KINDS = {"stat", "gauge", "bargauge", "table"}  # the others are graphs over time
+
+
+def _thresholds(steps: Steps | None) -> Json:
     steps = steps or [(None, "green")]
-    return {
-        "mode": "absolute",
-        "steps": [{"color": color, "value": value} for value, color in steps],
-    }
+    return {"mode": "absolute", "steps": [{"color": c, "value": v} for v, c in steps]}
 
 
-def mapping(values: dict[int, tuple[str, str]]) -> list[dict[str, Any]]:
+def _given(**values: Any) -> Json:
+    """The keyword arguments that are not None (optional JSON fields)."""
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def mapping(values: dict[int, tuple[str, str]]) -> list[Json]:
     """Value mappings {value: (text, colour)} in Grafana's shape."""
     options = {
         str(value): {"color": color, "index": index, "text": text}
@@ -183,42 +230,114 @@ def mapping(values: dict[int, tuple[str, str]]) -> list[dict[str, Any]]:
 
 OK_FAILING = mapping({0: ("failing", "red"), 1: ("ok", "green")})
 NO_YES_BAD = mapping({0: ("no", "green"), 1: ("yes", "red")})
+DOWN_UP = mapping({0: ("down", "red"), 1: ("up", "green")})
+ALLOWED_HELD = mapping({0: ("allowed", "green"), 1: ("held", "red")})
+ANY_IS_BAD = [(None, "green"), (1, "red")]
+BUDGET_STEPS = [(None, "green"), (0.8, "orange"), (0.95, "red")]
+QUOTA_STEPS = [(None, "green"), (0.8, "orange"), (1, "red")]
+
+
+# Each panel kind's fixed options, in one place; a panel may add to them (stat: textMode).
+OPTIONS: dict[str, Json] = {
+    "timeseries": {
+        "legend": {
+            "calcs": ["lastNotNull", "max"],
+            "displayMode": "table",
+            "placement": "bottom",
+            "showLegend": True,
+        },
+        "tooltip": {"mode": "multi", "sort": "desc"},
+    },
+    "stat": {
+        "colorMode": "value",
+        "graphMode": "none",
+        "justifyMode": "auto",
+        "orientation": "auto",
+        "reduceOptions": REDUCE,
+        "showPercentChange": False,
+        "wideLayout": True,
+    },
+    "gauge": {
+        "minVizHeight": 75,
+        "minVizWidth": 75,
+        "orientation": "auto",
+        "reduceOptions": REDUCE,
+        "showThresholdLabels": False,
+        "showThresholdMarkers": True,
+        "sizing": "auto",
+    },
+    "bargauge": {
+        "displayMode": "gradient",
+        "maxVizHeight": 300,
+        "minVizHeight": 16,
+        "minVizWidth": 8,
+        "namePlacement": "auto",
+        "orientation": "horizontal",
+        "reduceOptions": REDUCE,
+        "showUnfilled": True,
+        "sizing": "auto",
+        "valueMode": "color",
+    },
+    "state-timeline": {
+        "alignValue": "left",
+        "legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
+        "mergeValues": True,
+        "rowHeight": 0.9,
+        "showValue": "auto",
+        "tooltip": {"mode": "single", "sort": "none"},
+    },
+    "table": {
+        "cellHeight": "sm",
+        "footer": {"countRows": False, "fields": "", "reducer": ["sum"], "show": False},
+        "showHeader": True,
+    },
+}
+TABLE_DEFAULTS = {"custom": {"align": "auto", "cellOptions": {"type": "auto"}, "filterable": True}}
+TABLE_HIDDEN = {name: True for name in ("Time", "__name__", "job")}  # instance: which host
+TABLE_TRANSFORMATIONS = [
+    {"id": "merge", "options": {}},
+    {
+        "id": "organize",
+        "options": {"excludeByName": TABLE_HIDDEN, "indexByName": {}, "renameByName": {}},
+    },
+]
 
 
 def _panel(
     kind: str,
     title: str,
     description: str,
-    targets: list[dict[str, Any]],
+    targets: Targets,
     unit: str,
-    *,
     w: int,
     h: int,
-    defaults: dict[str, Any] | None = None,
-    options: dict[str, Any] | None = None,
-    overrides: list[dict[str, Any]] | None = None,
-    instant: bool = False,
-    table: bool = False,
+    defaults: Json,
+    overrides: list[Json] | None = None,
+    options: Json | None = None,
     **extra: Any,
-) -> dict[str, Any]:
-    field_defaults = {"unit": unit, "thresholds": _thresholds(None), **(defaults or {})}
+) -> Json:
+    """What every panel holds: `defaults` are the kind's field defaults, `options` add to the
+    kind's OPTIONS."""
     return {
         "datasource": DATASOURCE,
         "description": description,
-        "fieldConfig": {"defaults": field_defaults, "overrides": overrides or []},
+        "fieldConfig": {
+            "defaults": {"unit": unit, "thresholds": _thresholds(None), **defaults},
+            "overrides": overrides or [],
+        },
         "gridPos": {"h": h, "w": w, "x": 0, "y": 0},
-        "options": options or {},
-        "targets": _targets(targets, instant=instant, table=table),
+        "options": {**OPTIONS[kind], **(options or {})},
+        "targets": _queries(targets, instant=kind in INSTANT_KINDS, table=kind == "table"),
         "title": title,
         "type": kind,
         **extra,
     }
 
 
-def _threshold_line(ref_id: str) -> dict[str, Any]:
-    """Draw query `ref_id` as a dashed red limit line, outside any stacking."""
+def _threshold_line(ref: str) -> Json:
+    """Draw query `ref` as a dashed red limit line, outside any stacking."""
     return {
-        "matcher": {"id": "byFrameRefID", "options": ref_id},
+        "matcher": {"id": "byFrameRefID", "options": ref},
         "properties": [
             {"id": "color", "value": {"fixedColor": "red", "mode": "fixed"}},
             {"id": "custom.lineStyle", "value": {"dash": [10, 10], "fill": "dash"}},
@@ -231,17 +350,25 @@ def _threshold_line(ref_id: str) -> dict[str, Any]:
 def timeseries(
     title: str,
     description: str,
-    targets: list[dict[str, Any]],
-    unit: str,
+    targets: Targets,
+    unit: str = "short",
     *,
-    limits: Iterable[str] = (),
+    limit: tuple[str, str] | None = None,
     stack: bool = False,
     bars: bool = False,
     w: int = 12,
     h: int = 8,
     decimals: int | None = None,
-) -> dict[str, Any]:
-    """A graph over time; `limits` are refIds drawn as threshold lines."""
+) -> Json:
+    """A graph over time; bars are stacked. `limit` = (threshold name, legend) adds that
+    configured threshold as a last query, drawn as a dashed red line."""
+    targets = _listed(targets)
+    overrides = []
+    if limit:
+        name, legend = limit
+        targets = [*targets, target(threshold(name), legend)]
+        overrides.append(_threshold_line(ref_id(len(targets) - 1)))
+    stack = stack or bars
     custom = {
         "axisSoftMin": 0,
         "barAlignment": 0,
@@ -255,188 +382,74 @@ def timeseries(
         "spanNulls": False,
         "stacking": {"group": "A", "mode": "normal" if stack else "none"},
     }
-    defaults: dict[str, Any] = {"color": {"mode": "palette-classic"}, "custom": custom}
-    if decimals is not None:
-        defaults["decimals"] = decimals
-    options = {
-        "legend": {
-            "calcs": ["lastNotNull", "max"],
-            "displayMode": "table",
-            "placement": "bottom",
-            "showLegend": True,
-        },
-        "tooltip": {"mode": "multi", "sort": "desc"},
-    }
-    overrides = [_threshold_line(ref) for ref in limits]
-    return _panel(
-        "timeseries",
-        title,
-        description,
-        targets,
-        unit,
-        w=w,
-        h=h,
-        defaults=defaults,
-        options=options,
-        overrides=overrides,
-    )
+    defaults = {"color": PALETTE, "custom": custom, **_given(decimals=decimals)}
+    return _panel("timeseries", title, description, targets, unit, w, h, defaults, overrides)
 
 
-def _reduce() -> dict[str, Any]:
-    return {"calcs": ["lastNotNull"], "fields": "", "values": False}
+def hourly_bars(title: str, description: str, metric: str, by: str) -> Json:
+    """Events per hour of the counter `metric`, as bars stacked by the label `by`."""
+    return timeseries(title, description, hourly(metric, by=by), bars=True, w=8)
 
 
 def stat(
     title: str,
     description: str,
-    targets: list[dict[str, Any]],
-    unit: str,
+    targets: Targets,
+    unit: str = "short",
     *,
     w: int = 4,
     h: int = 4,
-    steps: list[tuple[float | None, str]] | None = None,
-    mappings: list[dict[str, Any]] | None = None,
+    steps: Steps | None = None,
+    mappings: list[Json] | None = None,
     no_value: str | None = None,
     text_mode: str = "auto",
     decimals: int | None = None,
     time_from: str | None = None,
-) -> dict[str, Any]:
+) -> Json:
     """One number (or one per series) now; `time_from` overrides the panel's time range."""
-    defaults: dict[str, Any] = {"color": {"mode": "thresholds"}, "mappings": mappings or []}
-    defaults["thresholds"] = _thresholds(steps)
-    if no_value is not None:
-        defaults["noValue"] = no_value
-    if decimals is not None:
-        defaults["decimals"] = decimals
-    options = {
-        "colorMode": "value",
-        "graphMode": "none",
-        "justifyMode": "auto",
-        "orientation": "auto",
-        "reduceOptions": _reduce(),
-        "showPercentChange": False,
-        "textMode": text_mode,
-        "wideLayout": True,
-    }
-    extra: dict[str, Any] = {}
-    if time_from:
-        extra = {"hideTimeOverride": False, "timeFrom": time_from}
-    return _panel(
-        "stat",
-        title,
-        description,
-        targets,
-        unit,
-        w=w,
-        h=h,
-        defaults=defaults,
-        options=options,
-        instant=True,
-        **extra,
-    )
-
-
-def gauge(
-    title: str,
-    description: str,
-    targets: list[dict[str, Any]],
-    unit: str,
-    *,
-    steps: list[tuple[float | None, str]],
-    maximum: float,
-    w: int = 4,
-    h: int = 4,
-) -> dict[str, Any]:
     defaults = {
-        "color": {"mode": "thresholds"},
-        "max": maximum,
-        "min": 0,
+        "color": BY_THRESHOLDS,
+        "mappings": mappings or [],
         "thresholds": _thresholds(steps),
+        **_given(noValue=no_value, decimals=decimals),
     }
-    options = {
-        "minVizHeight": 75,
-        "minVizWidth": 75,
-        "orientation": "auto",
-        "reduceOptions": _reduce(),
-        "showThresholdLabels": False,
-        "showThresholdMarkers": True,
-        "sizing": "auto",
-    }
+    extra = {"hideTimeOverride": False, "timeFrom": time_from} if time_from else {}
+    options = {"textMode": text_mode}
     return _panel(
-        "gauge",
-        title,
-        description,
-        targets,
-        unit,
-        w=w,
-        h=h,
-        defaults=defaults,
-        options=options,
-        instant=True,
+        "stat", title, description, targets, unit, w, h, defaults, options=options, **extra
     )
+
+
+def gauge(title: str, description: str, targets: Targets, steps: Steps) -> Json:
+    """A share from 0 to 1 now, on a dial coloured by `steps`."""
+    defaults = {"color": BY_THRESHOLDS, "max": 1, "min": 0, "thresholds": _thresholds(steps)}
+    return _panel("gauge", title, description, targets, "percentunit", 4, 4, defaults)
 
 
 def bargauge(
-    title: str,
-    description: str,
-    targets: list[dict[str, Any]],
-    unit: str,
-    *,
-    w: int = 8,
-    h: int = 8,
-    mappings: list[dict[str, Any]] | None = None,
-    steps: list[tuple[float | None, str]] | None = None,
-) -> dict[str, Any]:
+    title: str, description: str, targets: Targets, unit: str = "short", *, w: int = 8
+) -> Json:
     """One bar per series now, largest first (Grafana sorts nothing: topk/sort do it)."""
-    defaults = {
-        "color": {"mode": "palette-classic"},
-        "mappings": mappings or [],
-        "min": 0,
-        "thresholds": _thresholds(steps),
-    }
-    options = {
-        "displayMode": "gradient",
-        "maxVizHeight": 300,
-        "minVizHeight": 16,
-        "minVizWidth": 8,
-        "namePlacement": "auto",
-        "orientation": "horizontal",
-        "reduceOptions": _reduce(),
-        "showUnfilled": True,
-        "sizing": "auto",
-        "valueMode": "color",
-    }
-    return _panel(
-        "bargauge",
-        title,
-        description,
-        targets,
-        unit,
-        w=w,
-        h=h,
-        defaults=defaults,
-        options=options,
-        instant=True,
-    )
+    defaults = {"color": PALETTE, "mappings": [], "min": 0, "thresholds": _thresholds(None)}
+    return _panel("bargauge", title, description, targets, unit, w, 8, defaults)
 
 
 def table(
     title: str,
     description: str,
-    columns: list[tuple[dict[str, Any], str, str]],
+    columns: list[Column],
     unit: str = "short",
     *,
     w: int = 24,
     h: int = 8,
     sort_by: str | None = None,
-    mappings: dict[str, list[dict[str, Any]]] | None = None,
-) -> dict[str, Any]:
-    """Instant queries joined on their labels; `columns` are (target, header, unit)."""
-    targets = [item for item, _, _ in columns]
+    mappings: dict[str, list[Json]] | None = None,
+) -> Json:
+    """Instant queries joined on their labels, one value column per (expression, header, unit)."""
     overrides = []
     for index, (_, header, column_unit) in enumerate(columns):
-        field = "Value" if len(columns) == 1 else f"Value #{chr(ord('A') + index)}"
-        properties: list[dict[str, Any]] = [
+        field = "Value" if len(columns) == 1 else f"Value #{ref_id(index)}"
+        properties = [
             {"id": "displayName", "value": header},
             {"id": "unit", "value": column_unit},
         ]
@@ -444,76 +457,25 @@ def table(
             properties.append({"id": "mappings", "value": mappings[header]})
             properties.append({"id": "custom.cellOptions", "value": {"type": "color-text"}})
         overrides.append({"matcher": {"id": "byName", "options": field}, "properties": properties})
-    hidden = {name: True for name in ("Time", "__name__", "job")}  # instance: which host
-    transformations: list[dict[str, Any]] = [
-        {"id": "merge", "options": {}},
-        {
-            "id": "organize",
-            "options": {"excludeByName": hidden, "indexByName": {}, "renameByName": {}},
-        },
-    ]
-    defaults = {"custom": {"align": "auto", "cellOptions": {"type": "auto"}, "filterable": True}}
-    options: dict[str, Any] = {
-        "cellHeight": "sm",
-        "footer": {"countRows": False, "fields": "", "reducer": ["sum"], "show": False},
-        "showHeader": True,
-    }
-    if sort_by:
-        options["sortBy"] = [{"desc": True, "displayName": sort_by}]
-    return _panel(
-        "table",
-        title,
-        description,
-        targets,
-        unit,
-        w=w,
-        h=h,
-        defaults=defaults,
-        options=options,
-        overrides=overrides,
-        instant=True,
-        table=True,
-        transformations=transformations,
+    targets = [target(expr) for expr, _, _ in columns]
+    options = {"sortBy": [{"desc": True, "displayName": sort_by}]} if sort_by else {}
+    panel = _panel(
+        "table", title, description, targets, unit, w, h, TABLE_DEFAULTS, overrides, options
     )
+    return {**panel, "transformations": TABLE_TRANSFORMATIONS}
 
 
-def state_timeline(
-    title: str,
-    description: str,
-    targets: list[dict[str, Any]],
-    mappings: list[dict[str, Any]],
-    *,
-    w: int = 24,
-    h: int = 8,
-) -> dict[str, Any]:
+def state_timeline(title: str, description: str, targets: Targets, mappings: list[Json]) -> Json:
     """Which state each series was in over time (values mapped to named colours)."""
     defaults = {
-        "color": {"mode": "thresholds"},
+        "color": BY_THRESHOLDS,
         "custom": {"fillOpacity": 80, "lineWidth": 0},
         "mappings": mappings,
     }
-    options = {
-        "alignValue": "left",
-        "legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
-        "mergeValues": True,
-        "rowHeight": 0.9,
-        "showValue": "auto",
-        "tooltip": {"mode": "single", "sort": "none"},
-    }
-    return _panel(
-        "state-timeline",
-        title,
-        description,
-        targets,
-        "none",
-        w=w,
-        h=h,
-        defaults=defaults,
-        options=options,
-    )
+    return _panel("state-timeline", title, description, targets, "none", 24, 8, defaults)
 
 
-def row(title: str) -> dict[str, Any]:
+def row(title: str) -> Json:
     return {
         "collapsed": False,
         "gridPos": {"h": 1, "w": COLUMNS, "x": 0, "y": 0},
@@ -523,7 +485,7 @@ def row(title: str) -> dict[str, Any]:
     }
 
 
-def layout(panels: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def layout(panels: list[Json]) -> list[Json]:
     """Number the panels and pack them left to right into 24 columns; a row starts a line."""
     x = y = line_height = 0
     for number, panel in enumerate(panels, start=1):
@@ -542,7 +504,7 @@ def layout(panels: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # --- template variables ------------------------------------------------------------------
 
 
-def datasource_variable() -> dict[str, Any]:
+def datasource_variable() -> Json:
     return {
         "current": {"selected": False, "text": "agentwatch Prometheus", "value": DATASOURCE_UID},
         "hide": 0,
@@ -559,9 +521,9 @@ def datasource_variable() -> dict[str, Any]:
     }
 
 
-def label_variable(name: str, label: str, metric: str, *matchers: str) -> dict[str, Any]:
-    """A multi-select of the values of `name` on `metric`; All = the regex `.*`."""
-    query = f"label_values({sel(metric, *matchers)}, {name})"
+def _variable(name: str, label: str, selector: str) -> Json:
+    """A multi-select of the values of `name` on `selector`; All = the regex `.*`."""
+    query = f"label_values({selector}, {name})"
     return {
         "allValue": ".*",
         "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
@@ -582,27 +544,22 @@ def label_variable(name: str, label: str, metric: str, *matchers: str) -> dict[s
     }
 
 
-def job_variable() -> dict[str, Any]:
-    """Which exporter(s): every job that serves agentwatch_exporter_build_info."""
-    query = "label_values(agentwatch_exporter_build_info, job)"
-    variable = label_variable("job", "Job", "agentwatch_exporter_build_info")
-    variable.update(definition=query)
-    variable["query"]["query"] = query
-    return variable
+def label_variable(name: str, label: str, metric: str, *matchers: str) -> Json:
+    """The values of `name` on `metric` of the selected jobs and hosts."""
+    return _variable(name, label, sel(metric, *matchers))
 
 
-def instance_variable() -> dict[str, Any]:
-    """Which workstation(s): every instance of the selected jobs that serves build info."""
-    query = 'label_values(agentwatch_exporter_build_info{job=~"$job"}, instance)'
-    variable = label_variable("instance", "Host", "agentwatch_exporter_build_info")
-    variable.update(definition=query)
-    variable["query"]["query"] = query
-    return variable
+HOST_VARIABLES = (
+    # which exporter(s): every job that serves build info
+    ("job", "Job", "agentwatch_exporter_build_info"),
+    # which workstation(s): every instance of the selected jobs that serves build info
+    ("instance", "Host", "agentwatch_exporter_build_info{" + JOB + "}"),
+)
 
 
 def dashboard(
-    uid: str, title: str, description: str, variables: list[dict], panels: list[dict]
-) -> dict[str, Any]:
+    uid: str, title: str, description: str, variables: list[Json], panels: list[Json]
+) -> Json:
     return {
         "annotations": {"list": []},
         "description": description,
@@ -627,7 +584,11 @@ def dashboard(
         "schemaVersion": SCHEMA_VERSION,
         "tags": ["agentwatch"],
         "templating": {
-            "list": [datasource_variable(), job_variable(), instance_variable(), *variables]
+            "list": [
+                datasource_variable(),
+                *(_variable(*variable) for variable in HOST_VARIABLES),
+                *variables,
+            ]
         },
         "time": {"from": "now-6h", "to": "now"},
         "timepicker": {},
@@ -641,59 +602,88 @@ def dashboard(
 
 # --- the dashboards ----------------------------------------------------------------------
 
-BUDGET_STEPS = [(None, "green"), (0.8, "orange"), (0.95, "red")]
-QUOTA_STEPS = [(None, "green"), (0.8, "orange"), (1, "red")]
+SESSION = "project, session"  # a transcript session of the token ledger
+PANE = "tmux_session, pane, agent"  # an agent pane of the idle-error sentinel
 
 
-def overview() -> dict[str, Any]:
+def quota(window: str, span: str, words: str, tokens_about: str) -> list[Json]:
+    """Fresh tokens over the quota `window` ("5h"; `span` "5 h", `words` "5 hours" in the
+    titles), and their share of the configured quota."""
+    fresh = increase("agentwatch_tokens_total", FRESH, window=window)
+    name = f"quota_{window}_tokens"
+    return [
+        stat(f"Fresh tokens, last {span}", tokens_about, target(fresh)),
+        gauge(
+            f"{span} quota used",
+            f"Fresh tokens over the last {words} against thresholds.{name}. "
+            "No data while no quota is configured (0).",
+            target(f"{fresh} / ({threshold(name)} > 0)"),
+            QUOTA_STEPS,
+        ),
+    ]
+
+
+def counts_now_and_over_time(
+    counts: Json, now: tuple[str, str], over_time: tuple[str, str]
+) -> list[Json]:
+    """Counts by kind as bars now (title, description) and stacked over time beside them."""
+    return [
+        bargauge(*now, counts),
+        timeseries(*over_time, counts, stack=True, w=16, decimals=0),
+    ]
+
+
+def overview() -> Json:
     scope = (PROJECT, MODEL)
     spend = [
         stat(
             f"Spend {label}",
-            f"Cost of Claude Code API responses {label} so far ({when}), "
-            "from the token ledger; project and model filters apply. Only what Prometheus "
-            "still holds counts: keep its retention longer than a month.",
-            [target(increase("agentwatch_cost_usd_total", *scope, fleet=True))],
+            f"Cost of Claude Code API responses {label} so far ({since}), "
+            "from the token ledger; project and model filters apply. Only what Prometheus still "
+            "holds counts: keep its retention longer than a month.",
+            target(increase("agentwatch_cost_usd_total", *scope, fleet=True)),
             "currencyUSD",
             decimals=2,
             time_from=time_from,
         )
-        for label, when, time_from in (
+        for label, since, time_from in (
             ("today", "since local midnight", "now/d"),
             ("this week", "since the start of the week", "now/w"),
             ("this month", "since the first of the month", "now/M"),
         )
     ]
+    run_spend = gauge_by("agentwatch_orchestrator_cost_usd", how="sum")
+    active = f"time() - {sel('agentwatch_session_last_activity_timestamp_seconds', PROJECT)}"
+    firing = sel("ALERTS", 'alertstate="firing"', 'alertname=~"Agentwatch.*"')
+    agents = (
+        ("agentwatch_controller_max_agents", "decided limit"),
+        ("agentwatch_controller_configured_max_agents", "configured maximum"),
+        ("agentwatch_controller_min_agents", "floor"),
+        ("agentwatch_orchestrator_agents", "running agents"),
+    )
     panels = [
         row("Spend"),
         *spend,
         gauge(
             "Run spend against budget",
-            "The orchestrator run's spend as a share of its resolved budget cap. Spawning "
-            "pauses at 95 % and the run stops at 100 % (alert rules). No data when no "
-            "orchestrator is configured or the budget is unlimited (cap 0).",
-            [
-                target(
-                    f"{gauge_by('agentwatch_orchestrator_cost_usd', how='sum')} / "
-                    f"({gauge_by('agentwatch_budget_limit_usd')} > 0)"
-                )
-            ],
-            "percentunit",
-            steps=BUDGET_STEPS,
-            maximum=1,
+            "The orchestrator run's spend as a share of its resolved budget cap. Spawning pauses "
+            "at 95 % and the run stops at 100 % (alert rules). No data when no orchestrator is "
+            "configured or the budget is unlimited (cap 0).",
+            target(f"{run_spend} / ({gauge_by('agentwatch_budget_limit_usd')} > 0)"),
+            BUDGET_STEPS,
         ),
         stat(
             "Run spend",
             "What the orchestrator reports the current run has spent.",
-            [target(gauge_by("agentwatch_orchestrator_cost_usd", how="sum"))],
+            target(run_spend),
             "currencyUSD",
             decimals=2,
         ),
         stat(
             "Budget cap",
-            "The budget cap the controller resolved for the run, and where it "
-            "came from (env, run_config, config, default); 0 means unlimited.",
-            [target(gauge_by("agentwatch_budget_limit_usd", by="source"), "{{source}}")],
+            "The budget cap the controller resolved for the run, and where it came from (env, "
+            "run_config, config, default); 0 means unlimited.",
+            level("agentwatch_budget_limit_usd", by="source"),
             "currencyUSD",
             mappings=mapping({0: ("unlimited", "text")}),
             text_mode="value_and_name",
@@ -701,150 +691,90 @@ def overview() -> dict[str, Any]:
         row("Activity and throttle"),
         stat(
             "Live agent sessions",
-            "Agent CLI process trees running on each host now "
-            "(resources sentinel), all agents together.",
-            [target(gauge_by("agentwatch_agent_sessions", how="sum"))],
-            "short",
+            "Agent CLI process trees running on each host now (resources sentinel), all agents "
+            "together.",
+            level("agentwatch_agent_sessions", how="sum"),
             no_value="0",
         ),
         stat(
             "Sessions active in the last 15 min",
-            "Transcript sessions whose newest counted "
-            "line is less than 15 minutes old (token ledger); project filter applies.",
-            [
-                target(
-                    f"count by ({HOST}) (time() - "
-                    f"{sel('agentwatch_session_last_activity_timestamp_seconds', PROJECT)}"
-                    " < 900)"
-                )
-            ],
-            "short",
+            "Transcript sessions whose newest counted line is less than 15 minutes old (token "
+            "ledger); project filter applies.",
+            target(f"count by ({HOST}) ({active} < 900)"),
             no_value="0",
         ),
         stat(
             "Firing alerts",
             "agentwatch alerts firing now, by severity.",
-            [
-                target(
-                    "count by (severity) ("
-                    + sel("ALERTS", 'alertstate="firing"', 'alertname=~"Agentwatch.*"')
-                    + ")",
-                    "{{severity}}",
-                )
-            ],
-            "short",
+            target(f"count by (severity) ({firing})", "{{severity}}"),
             no_value="0",
-            steps=[(None, "green"), (1, "red")],
+            steps=ANY_IS_BAD,
             text_mode="value_and_name",
         ),
         stat(
             "Spawning",
-            "Whether the controller lets the orchestrator start new agents, and "
-            "whether it asked the run to stop.",
+            "Whether the controller lets the orchestrator start new agents, and whether it asked "
+            "the run to stop.",
             [
-                target(gauge_by("agentwatch_controller_paused"), "spawning"),
-                target(gauge_by("agentwatch_controller_should_stop"), "run"),
+                level("agentwatch_controller_paused", legend="spawning"),
+                level("agentwatch_controller_should_stop", legend="run"),
             ],
             "none",
             text_mode="value_and_name",
-            mappings=mapping({0: ("allowed", "green"), 1: ("held", "red")}),
+            mappings=ALLOWED_HELD,
         ),
         stat(
             "LLM breaker",
-            "The controller's rate-limit breaker: closed (normal), open "
-            "(rate limited or overloaded, cooling down) or half_open (probing).",
-            [
-                target(
-                    f"{gauge_by('agentwatch_controller_breaker_state', by='state')} == 1",
-                    "{{state}}",
-                )
-            ],
+            "The controller's rate-limit breaker: closed (normal), open (rate limited or "
+            "overloaded, cooling down) or half_open (probing).",
+            target(
+                f"{gauge_by('agentwatch_controller_breaker_state', by='state')} == 1", "{{state}}"
+            ),
             "none",
             text_mode="name",
         ),
         stat(
             "Deferred model tiers",
-            "Model tiers the controller asks the orchestrator not "
-            "to use (quota pressure defers opus, then sonnet).",
-            [target(gauge_by("agentwatch_controller_deferred_tier", by="tier"), "{{tier}}")],
+            "Model tiers the controller asks the orchestrator not to use (quota pressure defers "
+            "opus, then sonnet).",
+            level("agentwatch_controller_deferred_tier", by="tier"),
             "none",
             text_mode="value_and_name",
             mappings=mapping({0: ("allowed", "green"), 1: ("deferred", "red")}),
         ),
         timeseries(
             "Concurrency",
-            "The parallelism the controller decided, against the "
-            "configured maximum and floor, and the agents the orchestrator runs.",
-            [
-                target(gauge_by("agentwatch_controller_max_agents"), "decided limit"),
-                target(
-                    gauge_by("agentwatch_controller_configured_max_agents"), "configured maximum"
-                ),
-                target(gauge_by("agentwatch_controller_min_agents"), "floor"),
-                target(gauge_by("agentwatch_orchestrator_agents"), "running agents"),
-            ],
-            "short",
+            "The parallelism the controller decided, against the configured maximum and floor, and "
+            "the agents the orchestrator runs.",
+            [level(metric, legend=legend) for metric, legend in agents],
             decimals=0,
         ),
         timeseries(
             "Orchestrator tasks by status",
             "Tasks the orchestrator reports, by status.",
-            [
-                target(
-                    gauge_by("agentwatch_orchestrator_tasks", by="status", how="sum"), "{{status}}"
-                )
-            ],
-            "short",
+            level("agentwatch_orchestrator_tasks", by="status", how="sum"),
             stack=True,
             decimals=0,
         ),
         row("Quota"),
-        stat(
-            "Fresh tokens, last 5 h",
-            "Input, output and cache-creation tokens over the "
-            "last 5 hours on every project, per host (each host's quota alerts judge its "
-            "own tokens against its own thresholds.quota_5h_tokens).",
-            [target(increase("agentwatch_tokens_total", FRESH, window="5h"))],
-            "short",
+        *quota(
+            "5h",
+            "5 h",
+            "5 hours",
+            "Input, output and cache-creation tokens over the last 5 hours on every project, per "
+            "host (each host's quota alerts judge its own tokens against its own "
+            "thresholds.quota_5h_tokens).",
         ),
-        gauge(
-            "5 h quota used",
-            "Fresh tokens over the last 5 hours against "
-            "thresholds.quota_5h_tokens. No data while no quota is configured (0).",
-            [
-                target(
-                    f"{increase('agentwatch_tokens_total', FRESH, window='5h')} / "
-                    f"({threshold('quota_5h_tokens')} > 0)"
-                )
-            ],
-            "percentunit",
-            steps=QUOTA_STEPS,
-            maximum=1,
-        ),
-        stat(
-            "Fresh tokens, last 7 d",
+        *quota(
+            "7d",
+            "7 d",
+            "7 days",
             "Input, output and cache-creation tokens over the last 7 days on every project.",
-            [target(increase("agentwatch_tokens_total", FRESH, window="7d"))],
-            "short",
-        ),
-        gauge(
-            "7 d quota used",
-            "Fresh tokens over the last 7 days against "
-            "thresholds.quota_7d_tokens. No data while no quota is configured (0).",
-            [
-                target(
-                    f"{increase('agentwatch_tokens_total', FRESH, window='7d')} / "
-                    f"({threshold('quota_7d_tokens')} > 0)"
-                )
-            ],
-            "percentunit",
-            steps=QUOTA_STEPS,
-            maximum=1,
         ),
         stat(
             "Usage limit resets",
             "When the newest usage-limit message in a transcript says the limit resets.",
-            [target(millis(gauge_by("agentwatch_usage_limit_reset_timestamp_seconds")))],
+            when("agentwatch_usage_limit_reset_timestamp_seconds"),
             "dateTimeFromNow",
             w=8,
             no_value="no usage limit hit",
@@ -854,15 +784,8 @@ def overview() -> dict[str, Any]:
             timeseries(
                 f"Tokens per hour by {label}",
                 f"Token rate by {label} (all four "
-                "types unless the panel says otherwise); project and model filters "
-                "apply.",
-                [
-                    target(
-                        rate("agentwatch_tokens_total", *scope, by=label, fleet=True) + PER_HOUR,
-                        f"{{{{{label}}}}}",
-                    )
-                ],
-                "short",
+                "types unless the panel says otherwise); project and model filters apply.",
+                hourly("agentwatch_tokens_total", *scope, by=label, fleet=True),
                 stack=True,
             )
             for label in ("type", "model", "project")
@@ -870,12 +793,7 @@ def overview() -> dict[str, Any]:
         timeseries(
             "Spend per hour by project",
             "Cost rate by project; project and model filters apply.",
-            [
-                target(
-                    rate("agentwatch_cost_usd_total", *scope, by="project", fleet=True) + PER_HOUR,
-                    "{{project}}",
-                )
-            ],
+            hourly("agentwatch_cost_usd_total", *scope, by="project", fleet=True),
             "currencyUSD",
             stack=True,
         ),
@@ -884,12 +802,9 @@ def overview() -> dict[str, Any]:
                 f"{what} by {label} over the range",
                 f"{what} over the dashboard's time "
                 f"range by {label}, largest first; project and model filters apply.",
-                [
-                    target(
-                        sort_desc(increase(metric, *scope, by=label, fleet=True)),
-                        f"{{{{{label}}}}}",
-                    )
-                ],
+                target(
+                    sort_desc(increase(metric, *scope, by=label, fleet=True)), legend_for(label)
+                ),
                 unit,
             )
             for what, metric, unit, label in (
@@ -902,7 +817,7 @@ def overview() -> dict[str, Any]:
         table(
             "agentwatch alerts",
             "agentwatch alerts pending or firing now, with the labels the controller acts on.",
-            [(target(sel("ALERTS", 'alertname=~"Agentwatch.*"')), "active", "none")],
+            [(sel("ALERTS", 'alertname=~"Agentwatch.*"'), "active", "none")],
             "none",
             h=7,
         ),
@@ -926,130 +841,65 @@ def _pane_state_index() -> str:
         sel("agentwatch_pane_state", f'state="{state}"') + f" * {number}"
         for number, state in enumerate(PANE_STATES, start=1)
     ]
-    return f"sum by ({per_host('tmux_session, pane, agent')}) (" + " or ".join(parts) + ")"
+    return f"sum by ({per_host(PANE)}) (" + " or ".join(parts) + ")"
 
 
 def _time_in_state() -> str:
     """Seconds each pane not working has been in its state, labelled with that state."""
-    pane = "tmux_session, pane, agent"
-    since = age("agentwatch_pane_state_since_timestamp_seconds", by=pane)
-    current = gauge_by("agentwatch_pane_state", 'state!="working"', by=f"{pane}, state")
-    return f"({since}) * on ({per_host(pane)}) group_left (state) ({current} == 1)"
+    since = age("agentwatch_pane_state_since_timestamp_seconds", by=PANE)
+    current = gauge_by("agentwatch_pane_state", 'state!="working"', by=f"{PANE}, state")
+    return f"({since}) * on ({per_host(PANE)}) group_left (state) ({current} == 1)"
 
 
-def sessions() -> dict[str, Any]:
-    session_label = "{{project}} {{session}}"
+def sessions() -> Json:
+    tokens = ("agentwatch_session_tokens_total", PROJECT, FRESH)
+    cost = ("agentwatch_session_cost_usd_total", PROJECT)
+    session = gauges_by(PROJECT, by=SESSION)
     burn = [
         bargauge(
             "Top burners: fresh tokens over the range",
-            "The ten sessions with the most "
-            "input, output and cache-creation tokens over the dashboard's time range.",
-            [
-                target(
-                    topk(
-                        increase(
-                            "agentwatch_session_tokens_total", PROJECT, FRESH, by="project, session"
-                        )
-                    ),
-                    session_label,
-                )
-            ],
-            "short",
+            "The ten sessions with the most input, output and cache-creation tokens over the "
+            "dashboard's time range.",
+            target(topk(increase(*tokens, by=SESSION)), legend_for(SESSION)),
             w=12,
         ),
         bargauge(
             "Top spenders: cost over the range",
             "The ten sessions that cost the most over the dashboard's time range.",
-            [
-                target(
-                    topk(
-                        increase(
-                            "agentwatch_session_cost_usd_total", PROJECT, by="project, session"
-                        )
-                    ),
-                    session_label,
-                )
-            ],
+            target(topk(increase(*cost, by=SESSION)), legend_for(SESSION)),
             "currencyUSD",
             w=12,
         ),
         timeseries(
             "Fresh tokens per hour by session",
-            "Input, output and cache-creation "
-            "token rate per session; the dashed line is the burn floor below which a "
-            "session never pages (thresholds.burn_floor_tokens_per_hour).",
-            [
-                target(
-                    rate("agentwatch_session_tokens_total", PROJECT, FRESH, by="project, session")
-                    + PER_HOUR,
-                    session_label,
-                ),
-                target(threshold("burn_floor_tokens_per_hour"), "burn floor"),
-            ],
-            "short",
-            limits=["B"],
+            "Input, output and cache-creation token rate per session; the dashed line is the burn "
+            "floor below which a session never pages (thresholds.burn_floor_tokens_per_hour).",
+            hourly(*tokens, by=SESSION),
+            limit=("burn_floor_tokens_per_hour", "burn floor"),
         ),
         timeseries(
             "Spend per hour by session",
             "Cost rate per recently active session.",
-            [
-                target(
-                    rate("agentwatch_session_cost_usd_total", PROJECT, by="project, session")
-                    + PER_HOUR,
-                    session_label,
-                )
-            ],
+            hourly(*cost, by=SESSION),
             "currencyUSD",
         ),
         table(
             "Recently active sessions",
-            "Sessions the ledger saw recently (series expire "
-            "after token-ledger session_ttl), with what they used over the range.",
+            "Sessions the ledger saw recently (series expire after token-ledger session_ttl), with "
+            "what they used over the range.",
             [
                 (
-                    target(
-                        millis(
-                            gauge_by(
-                                "agentwatch_session_last_activity_timestamp_seconds",
-                                PROJECT,
-                                by="project, session",
-                            )
-                        )
-                    ),
+                    millis(session("agentwatch_session_last_activity_timestamp_seconds")),
                     "last activity",
                     "dateTimeFromNow",
                 ),
                 (
-                    target(
-                        millis(
-                            gauge_by(
-                                "agentwatch_session_first_activity_timestamp_seconds",
-                                PROJECT,
-                                by="project, session",
-                            )
-                        )
-                    ),
+                    millis(session("agentwatch_session_first_activity_timestamp_seconds")),
                     "first activity",
                     "dateTimeFromNow",
                 ),
-                (
-                    target(
-                        increase(
-                            "agentwatch_session_tokens_total", PROJECT, FRESH, by="project, session"
-                        )
-                    ),
-                    "fresh tokens (range)",
-                    "short",
-                ),
-                (
-                    target(
-                        increase(
-                            "agentwatch_session_cost_usd_total", PROJECT, by="project, session"
-                        )
-                    ),
-                    "cost (range)",
-                    "currencyUSD",
-                ),
+                (increase(*tokens, by=SESSION), "fresh tokens (range)", "short"),
+                (increase(*cost, by=SESSION), "cost (range)", "currencyUSD"),
             ],
             sort_by="cost (range)",
         ),
@@ -1057,57 +907,38 @@ def sessions() -> dict[str, Any]:
     errors = [
         timeseries(
             "API errors per hour by kind",
-            "API error lines in transcripts "
-            "(rate_limit, overloaded, usage_limit, server_error, other).",
-            [
-                target(
-                    rate("agentwatch_api_errors_total", PROJECT, by="kind") + PER_HOUR, "{{kind}}"
-                )
-            ],
-            "short",
+            "API error lines in transcripts (rate_limit, overloaded, usage_limit, server_error, "
+            "other).",
+            hourly("agentwatch_api_errors_total", PROJECT, by="kind"),
             bars=True,
-            stack=True,
         ),
         timeseries(
             "API error ratio by project",
-            "API errors per API response over 10 "
-            "minutes (the window of the alert); the dashed line is "
-            "thresholds.error_ratio, above which concurrency shrinks.",
-            [
-                target(
-                    rate("agentwatch_api_errors_total", PROJECT, by="project", window="10m")
-                    + " / "
-                    + rate("agentwatch_api_responses_total", PROJECT, by="project", window="10m"),
-                    "{{project}}",
-                ),
-                target(threshold("error_ratio"), "shrink above"),
-            ],
+            "API errors per API response over 10 minutes (the window of the alert); the dashed "
+            "line is thresholds.error_ratio, above which concurrency shrinks.",
+            target(
+                rate("agentwatch_api_errors_total", PROJECT, by="project", window="10m")
+                + " / "
+                + rate("agentwatch_api_responses_total", PROJECT, by="project", window="10m"),
+                "{{project}}",
+            ),
             "percentunit",
-            limits=["B"],
+            limit=("error_ratio", "shrink above"),
         ),
         bargauge(
             "API errors over the range by project and kind",
             "API error lines over the dashboard's time range.",
-            [
-                target(
-                    sort_desc(increase("agentwatch_api_errors_total", PROJECT, by="project, kind")),
-                    "{{project}} {{kind}}",
-                )
-            ],
-            "short",
+            target(
+                sort_desc(increase("agentwatch_api_errors_total", PROJECT, by="project, kind")),
+                "{{project}} {{kind}}",
+            ),
             w=12,
         ),
         stat(
             "Last API error by kind",
-            "When the newest API error of each kind was written; "
-            "the breaker stays open thresholds.rate_limit_cooldown_seconds after a "
-            "rate-limit or overload.",
-            [
-                target(
-                    millis(gauge_by("agentwatch_api_error_last_timestamp_seconds", by="kind")),
-                    "{{kind}}",
-                )
-            ],
+            "When the newest API error of each kind was written; the breaker stays open "
+            "thresholds.rate_limit_cooldown_seconds after a rate-limit or overload.",
+            when("agentwatch_api_error_last_timestamp_seconds", by="kind"),
             "dateTimeFromNow",
             w=12,
             h=8,
@@ -1119,34 +950,26 @@ def sessions() -> dict[str, Any]:
         n: (state, color) for n, (state, color) in enumerate(PANE_STATES.items(), start=1)
     }
     panes = [
-        bargauge(
-            "Agent panes by state",
-            "Live agent panes in tmux by the state the "
-            "idle-error sentinel reads from their screen.",
-            [target(gauge_by("agentwatch_panes", by="state", how="sum"), "{{state}}")],
-            "short",
-            w=8,
-        ),
-        timeseries(
-            "Agent panes by state over time",
-            "Live agent panes per state.",
-            [target(gauge_by("agentwatch_panes", by="state", how="sum"), "{{state}}")],
-            "short",
-            stack=True,
-            w=16,
-            decimals=0,
+        *counts_now_and_over_time(
+            level("agentwatch_panes", by="state", how="sum"),
+            now=(
+                "Agent panes by state",
+                "Live agent panes in tmux by the state the idle-error sentinel reads from their "
+                "screen.",
+            ),
+            over_time=("Agent panes by state over time", "Live agent panes per state."),
         ),
         state_timeline(
             "Pane states",
             "Each agent pane's state over time.",
-            [target(_pane_state_index(), "{{tmux_session}} {{pane}} {{agent}}")],
+            target(_pane_state_index(), legend_for(PANE)),
             mapping(state_numbers),
         ),
         table(
             "Panes not working",
-            "Agent panes in any state but working, and for how long; "
-            "a stall longer than thresholds.stall_seconds alerts (and may be nudged).",
-            [(target(_time_in_state()), "in this state for", "s")],
+            "Agent panes in any state but working, and for how long; a stall longer than "
+            "thresholds.stall_seconds alerts (and may be nudged).",
+            [(_time_in_state(), "in this state for", "s")],
             sort_by="in this state for",
         ),
     ]
@@ -1159,63 +982,51 @@ def sessions() -> dict[str, Any]:
     )
 
 
-def host() -> dict[str, Any]:
+def host() -> Json:
     session_labels = "project, agent, pid, tmux_session, tmux_pane"
     session_legend = "{{project}} {{agent}} pid {{pid}} {{tmux_session}}{{tmux_pane}}"
+    session = gauges_by(PROJECT, by=session_labels)
+    processes = sel("agentwatch_footprint_agent_processes")
     footprint = [
-        bargauge(
-            "Agent-related processes by kind",
-            "Processes on the host by kind (first matching signature of the footprint sentinel).",
-            [target(gauge_by("agentwatch_footprint_processes", by="kind"), "{{kind}}")],
-            "short",
-            w=8,
-        ),
-        timeseries(
-            "Footprint by kind",
-            "Agent-related processes by kind over time: a kind "
-            "that only climbs (MCP servers, headless browsers) is leaking.",
-            [target(gauge_by("agentwatch_footprint_processes", by="kind"), "{{kind}}")],
-            "short",
-            stack=True,
-            w=16,
-            decimals=0,
+        *counts_now_and_over_time(
+            level("agentwatch_footprint_processes", by="kind"),
+            now=(
+                "Agent-related processes by kind",
+                "Processes on the host by kind (first matching signature of the footprint "
+                "sentinel).",
+            ),
+            over_time=(
+                "Footprint by kind",
+                "Agent-related processes by kind over time: a kind that only climbs (MCP servers, "
+                "headless browsers) is leaking.",
+            ),
         ),
         timeseries(
             "Footprint against the cap",
-            "All agent-related processes, where the "
-            "1-hour trend puts them in 4 hours, and thresholds.footprint_processes "
-            "above which concurrency shrinks.",
+            "All agent-related processes, where the 1-hour trend puts them in 4 hours, and "
+            "thresholds.footprint_processes above which concurrency shrinks.",
             [
-                target(gauge_by("agentwatch_footprint_agent_processes"), "processes"),
+                level("agentwatch_footprint_agent_processes", legend="processes"),
                 target(
-                    f"max by ({HOST}) (predict_linear("
-                    f"{sel('agentwatch_footprint_agent_processes')}[1h], 4 * 3600))",
+                    f"max by ({HOST}) (predict_linear({processes}[1h], 4 * 3600))",
                     "in 4 h at the 1 h trend",
                 ),
-                target(threshold("footprint_processes"), "cap"),
             ],
-            "short",
-            limits=["C"],
+            limit=("footprint_processes", "cap"),
         ),
         timeseries(
             "Footprint memory by kind",
-            "Resident memory of agent-related processes "
-            "by kind (shared pages counted per process, as ps does).",
-            [target(gauge_by("agentwatch_footprint_resident_memory_bytes", by="kind"), "{{kind}}")],
+            "Resident memory of agent-related processes by kind (shared pages counted per process, "
+            "as ps does).",
+            level("agentwatch_footprint_resident_memory_bytes", by="kind"),
             "bytes",
             stack=True,
         ),
         stat(
             "Footprint growth",
-            "Change of agent-related processes per hour over the last "
-            "hour (deriv); positive for long means something piles up.",
-            [
-                target(
-                    f"max by ({HOST}) "
-                    f"(deriv({sel('agentwatch_footprint_agent_processes')}[1h]))" + PER_HOUR
-                )
-            ],
-            "short",
+            "Change of agent-related processes per hour over the last hour (deriv); positive for "
+            "long means something piles up.",
+            target(f"max by ({HOST}) (deriv({processes}[1h]))" + PER_HOUR),
             w=6,
             decimals=1,
             steps=[(None, "green"), (1, "orange"), (10, "red")],
@@ -1223,22 +1034,21 @@ def host() -> dict[str, Any]:
         stat(
             "Agent-related memory",
             "Resident memory of all agent-related processes.",
-            [target(gauge_by("agentwatch_footprint_agent_resident_memory_bytes"))],
+            level("agentwatch_footprint_agent_resident_memory_bytes"),
             "bytes",
             w=6,
         ),
         stat(
             "Host processes",
             "User-space processes the footprint scan saw, for context.",
-            [target(gauge_by("agentwatch_footprint_host_processes"))],
-            "short",
+            level("agentwatch_footprint_host_processes"),
             w=6,
         ),
         stat(
             "Footprint scan",
-            "Whether the latest /proc scan succeeded (while it fails the "
-            "per-kind series are left out, not zeroed).",
-            [target(gauge_by("agentwatch_footprint_scan_success", how="min"))],
+            "Whether the latest /proc scan succeeded (while it fails the per-kind series are left "
+            "out, not zeroed).",
+            level("agentwatch_footprint_scan_success", how="min"),
             "none",
             w=6,
             mappings=OK_FAILING,
@@ -1247,102 +1057,69 @@ def host() -> dict[str, Any]:
     machine = [
         timeseries(
             "Load per CPU",
-            "Load averages divided by the CPU count; above "
-            "thresholds.host_load_per_cpu (5-minute window) spawning pauses.",
-            [
-                target(
-                    f"{gauge_by('agentwatch_host_load_average', by='window')} "
-                    f"/ on ({HOST}) group_left () {gauge_by('agentwatch_host_cpus')}",
-                    "{{window}}",
-                ),
-                target(threshold("host_load_per_cpu"), "pause above"),
-            ],
-            "short",
-            limits=["B"],
+            "Load averages divided by the CPU count; above thresholds.host_load_per_cpu (5-minute "
+            "window) spawning pauses.",
+            target(
+                f"{gauge_by('agentwatch_host_load_average', by='window')} "
+                f"/ on ({HOST}) group_left () {gauge_by('agentwatch_host_cpus')}",
+                "{{window}}",
+            ),
+            limit=("host_load_per_cpu", "pause above"),
         ),
         timeseries(
             "Available memory",
             "Available memory as a share of the total; below "
             "thresholds.host_memory_available_ratio concurrency shrinks.",
-            [
-                target(
-                    f"{gauge_by('agentwatch_host_memory_available_bytes')} / "
-                    f"{gauge_by('agentwatch_host_memory_total_bytes')}",
-                    "available",
-                ),
-                target(threshold("host_memory_available_ratio"), "shrink below"),
-            ],
+            target(
+                f"{gauge_by('agentwatch_host_memory_available_bytes')} / "
+                f"{gauge_by('agentwatch_host_memory_total_bytes')}",
+                "available",
+            ),
             "percentunit",
-            limits=["B"],
+            limit=("host_memory_available_ratio", "shrink below"),
         ),
         timeseries(
             "CPU by group (cores)",
-            "CPU seconds per second of all agent sessions, "
-            "agentwatch itself and the orchestrator (without its agents); 1 = one "
-            "busy core.",
-            [target(rate("agentwatch_resources_cpu_seconds_total", by="group"), "{{group}}")],
-            "short",
+            "CPU seconds per second of all agent sessions, agentwatch itself and the orchestrator "
+            "(without its agents); 1 = one busy core.",
+            target(rate("agentwatch_resources_cpu_seconds_total", by="group"), "{{group}}"),
         ),
         timeseries(
             "Memory by group",
             "Resident memory of all agent sessions, agentwatch itself and the orchestrator.",
-            [
-                target(
-                    gauge_by("agentwatch_resources_resident_memory_bytes", by="group"), "{{group}}"
-                )
-            ],
+            level("agentwatch_resources_resident_memory_bytes", by="group"),
             "bytes",
         ),
     ]
     per_session = [
         timeseries(
             "CPU per session (cores)",
-            "CPU seconds per second of each session's "
-            "whole process tree; a tree sustained above thresholds.session_cpu_cores "
-            "is runaway.",
-            [
-                target(
-                    rate("agentwatch_agent_session_cpu_seconds_total", PROJECT, by=session_labels),
-                    session_legend,
-                ),
-                target(threshold("session_cpu_cores"), "runaway above"),
-            ],
-            "short",
-            limits=["B"],
+            "CPU seconds per second of each session's whole process tree; a tree sustained above "
+            "thresholds.session_cpu_cores is runaway.",
+            target(
+                rate("agentwatch_agent_session_cpu_seconds_total", PROJECT, by=session_labels),
+                session_legend,
+            ),
+            limit=("session_cpu_cores", "runaway above"),
         ),
         timeseries(
             "Memory per session",
-            "Resident memory summed over each session's "
-            "process tree; above thresholds.session_memory_bytes it is runaway.",
-            [
-                target(
-                    gauge_by(
-                        "agentwatch_agent_session_resident_memory_bytes", PROJECT, by=session_labels
-                    ),
-                    session_legend,
-                ),
-                target(threshold("session_memory_bytes"), "runaway above"),
-            ],
+            "Resident memory summed over each session's process tree; above "
+            "thresholds.session_memory_bytes it is runaway.",
+            target(session("agentwatch_agent_session_resident_memory_bytes"), session_legend),
             "bytes",
-            limits=["B"],
+            limit=("session_memory_bytes", "runaway above"),
         ),
         timeseries(
             "Processes per session",
             "Processes in each session's tree (zombies not counted).",
-            [
-                target(
-                    gauge_by("agentwatch_agent_session_processes", PROJECT, by=session_labels),
-                    session_legend,
-                )
-            ],
-            "short",
+            target(session("agentwatch_agent_session_processes"), session_legend),
             decimals=0,
         ),
         bargauge(
             "Live sessions by agent",
             "Live sessions per configured agent CLI.",
-            [target(gauge_by("agentwatch_agent_sessions", by="agent"), "{{agent}}")],
-            "short",
+            level("agentwatch_agent_sessions", by="agent"),
             w=12,
         ),
         table(
@@ -1350,43 +1127,13 @@ def host() -> dict[str, Any]:
             "Each live session's process tree now.",
             [
                 (
-                    target(
-                        millis(
-                            gauge_by(
-                                "agentwatch_agent_session_start_timestamp_seconds",
-                                PROJECT,
-                                by=session_labels,
-                            )
-                        )
-                    ),
+                    millis(session("agentwatch_agent_session_start_timestamp_seconds")),
                     "started",
                     "dateTimeFromNow",
                 ),
-                (
-                    target(
-                        gauge_by("agentwatch_agent_session_cpu_cores", PROJECT, by=session_labels)
-                    ),
-                    "CPU cores",
-                    "short",
-                ),
-                (
-                    target(
-                        gauge_by(
-                            "agentwatch_agent_session_resident_memory_bytes",
-                            PROJECT,
-                            by=session_labels,
-                        )
-                    ),
-                    "memory",
-                    "bytes",
-                ),
-                (
-                    target(
-                        gauge_by("agentwatch_agent_session_processes", PROJECT, by=session_labels)
-                    ),
-                    "processes",
-                    "short",
-                ),
+                (session("agentwatch_agent_session_cpu_cores"), "CPU cores", "short"),
+                (session("agentwatch_agent_session_resident_memory_bytes"), "memory", "bytes"),
+                (session("agentwatch_agent_session_processes"), "processes", "short"),
             ],
             sort_by="memory",
         ),
@@ -1394,120 +1141,70 @@ def host() -> dict[str, Any]:
     return dashboard(
         "agentwatch-host",
         "agentwatch / Host",
-        "What the agents leave running on the workstation, and what each "
-        "session's process tree uses.",
+        "What the agents leave running on the workstation, and what each session's process tree "
+        "uses.",
         [label_variable("project", "Project", "agentwatch_agent_session_processes")],
         [row("Footprint"), *footprint, row("Host"), *machine, row("Sessions"), *per_session],
     )
 
 
-def releases() -> dict[str, Any]:
-    by_repo = {"by": "repo"}
+def releases() -> Json:
+    repo = gauges_by(REPO, by="repo")
+    probe = gauges_by(REPO, by="repo, probe")
+    unreleased = level("agentwatch_release_unreleased_commits", REPO, by="repo")
+    oldest = "agentwatch_release_oldest_unreleased_commit_timestamp_seconds"
     blocked = mapping({0: ("clear", "green"), 1: ("blocked", "red")})
+    repo_stat = partial(stat, w=6, text_mode="value_and_name")  # four a line, named by repo
     panels = [
         row("Unreleased work"),
-        stat(
+        repo_stat(
             "Unreleased commits",
             "Non-merge commits on the release branch since the last release tag.",
-            [
-                target(
-                    gauge_by("agentwatch_release_unreleased_commits", REPO, **by_repo), "{{repo}}"
-                )
-            ],
-            "short",
-            w=6,
-            text_mode="value_and_name",
+            unreleased,
             steps=[(None, "green"), (1, "orange")],
         ),
-        stat(
+        repo_stat(
             "Oldest unreleased commit",
-            "When the oldest commit not in a release was made "
-            "(absent when everything is released).",
-            [
-                target(
-                    millis(
-                        gauge_by(
-                            "agentwatch_release_oldest_unreleased_commit_timestamp_seconds",
-                            REPO,
-                            **by_repo,
-                        )
-                    ),
-                    "{{repo}}",
-                )
-            ],
+            "When the oldest commit not in a release was made (absent when everything is "
+            "released).",
+            when(oldest, REPO, by="repo"),
             "dateTimeFromNow",
-            w=6,
-            text_mode="value_and_name",
             no_value="all released",
         ),
-        stat(
+        repo_stat(
             "Last release",
             "When the newest release tag was made.",
-            [
-                target(
-                    millis(
-                        gauge_by("agentwatch_release_last_tag_timestamp_seconds", REPO, **by_repo)
-                    ),
-                    "{{repo}}",
-                )
-            ],
+            when("agentwatch_release_last_tag_timestamp_seconds", REPO, by="repo"),
             "dateTimeFromNow",
-            w=6,
-            text_mode="value_and_name",
             no_value="no release tag",
         ),
-        stat(
+        repo_stat(
             "Publishing",
             "Whether any configured probe says a release cannot be published now.",
-            [target(gauge_by("agentwatch_release_publish_blocked", REPO, **by_repo), "{{repo}}")],
+            level("agentwatch_release_publish_blocked", REPO, by="repo"),
             "none",
-            w=6,
-            text_mode="value_and_name",
             mappings=blocked,
         ),
         timeseries(
             "Unreleased commits over time",
             "Commits waiting for a release.",
-            [
-                target(
-                    gauge_by("agentwatch_release_unreleased_commits", REPO, **by_repo), "{{repo}}"
-                )
-            ],
-            "short",
+            unreleased,
             decimals=0,
         ),
         timeseries(
             "Age of the oldest unreleased commit",
             "How long the oldest unreleased commit has waited.",
-            [
-                target(
-                    age(
-                        "agentwatch_release_oldest_unreleased_commit_timestamp_seconds",
-                        REPO,
-                        **by_repo,
-                    ),
-                    "{{repo}}",
-                )
-            ],
+            target(age(oldest, REPO, by="repo"), "{{repo}}"),
             "s",
         ),
         row("Probes and checks"),
         table(
             "Release probes",
-            "Each configured probe (command, required_file, ci): blocked "
-            "means it says no; could not decide (unreachable, denied, timeout) is not "
-            "blocked.",
+            "Each configured probe (command, required_file, ci): blocked means it says no; could "
+            "not decide (unreachable, denied, timeout) is not blocked.",
             [
-                (
-                    target(gauge_by("agentwatch_release_probe_blocked", REPO, by="repo, probe")),
-                    "blocked",
-                    "none",
-                ),
-                (
-                    target(gauge_by("agentwatch_release_probe_error", REPO, by="repo, probe")),
-                    "could not decide",
-                    "none",
-                ),
+                (probe("agentwatch_release_probe_blocked"), "blocked", "none"),
+                (probe("agentwatch_release_probe_error"), "could not decide", "none"),
             ],
             "none",
             w=12,
@@ -1517,20 +1214,10 @@ def releases() -> dict[str, Any]:
             "Release checks",
             "Whether the last check and fetch worked, and how long ago a check last succeeded.",
             [
+                (repo("agentwatch_release_check_success"), "check", "none"),
+                (repo("agentwatch_release_fetch_success"), "fetch", "none"),
                 (
-                    target(gauge_by("agentwatch_release_check_success", REPO, **by_repo)),
-                    "check",
-                    "none",
-                ),
-                (
-                    target(gauge_by("agentwatch_release_fetch_success", REPO, **by_repo)),
-                    "fetch",
-                    "none",
-                ),
-                (
-                    target(
-                        age("agentwatch_release_last_success_timestamp_seconds", REPO, **by_repo)
-                    ),
+                    age("agentwatch_release_last_success_timestamp_seconds", REPO, by="repo"),
                     "since last good check",
                     "s",
                 ),
@@ -1542,12 +1229,7 @@ def releases() -> dict[str, Any]:
         timeseries(
             "Check duration",
             "Wall time of each repository's release check.",
-            [
-                target(
-                    gauge_by("agentwatch_release_check_duration_seconds", REPO, **by_repo),
-                    "{{repo}}",
-                )
-            ],
+            level("agentwatch_release_check_duration_seconds", REPO, by="repo"),
             "s",
             w=24,
         ),
@@ -1561,13 +1243,14 @@ def releases() -> dict[str, Any]:
     )
 
 
-def agentwatch_self() -> dict[str, Any]:
-    by_sentinel = {"by": "sentinel"}
+def agentwatch_self() -> Json:
+    sentinel = gauges_by(by="sentinel")
+    since_write = age("agentwatch_sentinel_last_write_timestamp_seconds", by="sentinel")
     exporter = [
         stat(
             "Exporter scrape",
             "Whether Prometheus can scrape the exporter.",
-            [target(f"min by ({HOST}) ({sel('up')})")],
+            target(f"min by ({HOST}) ({sel('up')})"),
             "none",
             w=6,
             mappings=OK_FAILING,
@@ -1575,7 +1258,7 @@ def agentwatch_self() -> dict[str, Any]:
         stat(
             "Version",
             "The running exporter's version.",
-            [target(gauge_by("agentwatch_exporter_build_info", by="version"), "{{version}}")],
+            level("agentwatch_exporter_build_info", by="version"),
             "none",
             w=6,
             text_mode="name",
@@ -1584,67 +1267,44 @@ def agentwatch_self() -> dict[str, Any]:
             "Sentinels up",
             "Sentinels whose spool file is present, fresh and parses.",
             [
-                target(gauge_by("agentwatch_sentinel_up", how="sum"), "up"),
+                level("agentwatch_sentinel_up", how="sum", legend="up"),
                 target(f"count by ({HOST}) ({sel('agentwatch_sentinel_up')})", "expected"),
             ],
-            "short",
             w=6,
             text_mode="value_and_name",
         ),
         stat(
             "Spool merge time",
             "Time the exporter spent reading and merging the spool for the latest scrape.",
-            [target(gauge_by("agentwatch_exporter_merge_duration_seconds"))],
+            level("agentwatch_exporter_merge_duration_seconds"),
             "s",
             w=6,
         ),
         state_timeline(
             "Sentinel health",
             "Up = the sentinel's file is present, fresh and parsed.",
-            [target(gauge_by("agentwatch_sentinel_up", **by_sentinel), "{{sentinel}}")],
-            mapping({0: ("down", "red"), 1: ("up", "green")}),
+            level("agentwatch_sentinel_up", by="sentinel"),
+            DOWN_UP,
         ),
         table(
             "Sentinels",
-            "Per sentinel: stale = file missing or older than "
-            "exporter.stale_after_intervals × its interval; file error = it failed to "
-            "parse and is left out of the scrape.",
+            "Per sentinel: stale = file missing or older than exporter.stale_after_intervals × its "
+            "interval; file error = it failed to parse and is left out of the scrape.",
             [
-                (target(gauge_by("agentwatch_sentinel_up", **by_sentinel)), "up", "none"),
-                (target(gauge_by("agentwatch_sentinel_stale", **by_sentinel)), "stale", "none"),
-                (
-                    target(gauge_by("agentwatch_sentinel_file_error", **by_sentinel)),
-                    "file error",
-                    "none",
-                ),
-                (
-                    target(age("agentwatch_sentinel_last_write_timestamp_seconds", **by_sentinel)),
-                    "since last write",
-                    "s",
-                ),
-                (
-                    target(gauge_by("agentwatch_sentinel_interval_seconds", **by_sentinel)),
-                    "interval",
-                    "s",
-                ),
+                (sentinel("agentwatch_sentinel_up"), "up", "none"),
+                (sentinel("agentwatch_sentinel_stale"), "stale", "none"),
+                (sentinel("agentwatch_sentinel_file_error"), "file error", "none"),
+                (since_write, "since last write", "s"),
+                (sentinel("agentwatch_sentinel_interval_seconds"), "interval", "s"),
             ],
             "none",
-            mappings={
-                "up": mapping({0: ("down", "red"), 1: ("up", "green")}),
-                "stale": NO_YES_BAD,
-                "file error": NO_YES_BAD,
-            },
+            mappings={"up": DOWN_UP, "stale": NO_YES_BAD, "file error": NO_YES_BAD},
         ),
         timeseries(
             "Time since each sentinel's last write",
-            "Seconds since each sentinel "
-            "rewrote its spool file; it should stay below its interval.",
-            [
-                target(
-                    age("agentwatch_sentinel_last_write_timestamp_seconds", **by_sentinel),
-                    "{{sentinel}}",
-                )
-            ],
+            "Seconds since each sentinel rewrote its spool file; it should stay below its "
+            "interval.",
+            target(since_write, "{{sentinel}}"),
             "s",
             w=24,
         ),
@@ -1652,110 +1312,76 @@ def agentwatch_self() -> dict[str, Any]:
     ledger = [
         timeseries(
             "Ledger lag",
-            "Bytes written to transcripts but not read yet; above "
-            "thresholds.ledger_lag_bytes the ledger is falling behind.",
-            [
-                target(gauge_by("agentwatch_ledger_unread_bytes"), "unread"),
-                target(threshold("ledger_lag_bytes"), "behind above"),
-            ],
+            "Bytes written to transcripts but not read yet; above thresholds.ledger_lag_bytes the "
+            "ledger is falling behind.",
+            level("agentwatch_ledger_unread_bytes", legend="unread"),
             "bytes",
-            limits=["B"],
+            limit=("ledger_lag_bytes", "behind above"),
         ),
         timeseries(
             "Ledger reading",
             "Transcript bytes the ledger consumes per second.",
-            [target(rate("agentwatch_ledger_bytes_read_total"), "bytes read")],
+            target(rate("agentwatch_ledger_bytes_read_total"), "bytes read"),
             "Bps",
         ),
         timeseries(
             "Transcript lines read",
             "Complete transcript lines read per second.",
-            [target(rate("agentwatch_ledger_lines_read_total"), "lines")],
+            target(rate("agentwatch_ledger_lines_read_total"), "lines"),
             "cps",
         ),
         timeseries(
             "Ledger database size",
-            "SQLite database, WAL and shared memory; above "
-            "thresholds.ledger_database_bytes it grows without bound.",
-            [
-                target(gauge_by("agentwatch_ledger_database_bytes"), "database"),
-                target(threshold("ledger_database_bytes"), "too big above"),
-            ],
+            "SQLite database, WAL and shared memory; above thresholds.ledger_database_bytes it "
+            "grows without bound.",
+            level("agentwatch_ledger_database_bytes", legend="database"),
             "bytes",
-            limits=["B"],
+            limit=("ledger_database_bytes", "too big above"),
         ),
         stat(
             "Transcript files",
             "Transcript files the ledger follows.",
-            [target(gauge_by("agentwatch_ledger_files_tracked"))],
-            "short",
+            level("agentwatch_ledger_files_tracked"),
             w=6,
         ),
         stat(
             "Transcript roots",
             "Transcript roots (…/projects) that exist; 0 means the ledger has nothing to read.",
-            [target(gauge_by("agentwatch_ledger_roots"))],
-            "short",
+            level("agentwatch_ledger_roots"),
             w=6,
             steps=[(None, "red"), (1, "green")],
         ),
         stat(
             "Read errors over the range",
             "Transcripts that vanished or were unreadable.",
-            [target(increase("agentwatch_ledger_read_errors_total", by="reason"), "{{reason}}")],
-            "short",
+            target(increase("agentwatch_ledger_read_errors_total", by="reason"), "{{reason}}"),
             w=6,
             text_mode="value_and_name",
         ),
         stat(
             "File resets over the range",
             "Transcripts re-read from the start because they were truncated or replaced.",
-            [target(increase("agentwatch_ledger_file_resets_total"))],
-            "short",
+            target(increase("agentwatch_ledger_file_resets_total")),
             w=6,
             no_value="0",
         ),
-        timeseries(
+        hourly_bars(
             "Rejected lines per hour by reason",
             "Lines with usage that the reference reader skips too.",
-            [
-                target(
-                    rate("agentwatch_ledger_lines_rejected_total", by="reason") + PER_HOUR,
-                    "{{reason}}",
-                )
-            ],
-            "short",
-            bars=True,
-            stack=True,
-            w=8,
+            "agentwatch_ledger_lines_rejected_total",
+            "reason",
         ),
-        timeseries(
+        hourly_bars(
             "Duplicate copies per hour",
             "Lines repeating a response already counted (streamed copies, sidechain replays).",
-            [
-                target(
-                    rate("agentwatch_ledger_duplicate_copies_total", by="kind") + PER_HOUR,
-                    "{{kind}}",
-                )
-            ],
-            "short",
-            bars=True,
-            stack=True,
-            w=8,
+            "agentwatch_ledger_duplicate_copies_total",
+            "kind",
         ),
-        timeseries(
+        hourly_bars(
             "Unpriced tokens per hour by model",
             "Tokens of models with no price (counted at 0 cost): add the model to the price table.",
-            [
-                target(
-                    rate("agentwatch_ledger_unpriced_tokens_total", by="model") + PER_HOUR,
-                    "{{model}}",
-                )
-            ],
-            "short",
-            bars=True,
-            stack=True,
-            w=8,
+            "agentwatch_ledger_unpriced_tokens_total",
+            "model",
         ),
     ]
     scans = [
@@ -1763,8 +1389,8 @@ def agentwatch_self() -> dict[str, Any]:
             "Scan durations",
             "Wall time of the latest process-table scans.",
             [
-                target(gauge_by("agentwatch_resources_scan_duration_seconds"), "resources"),
-                target(gauge_by("agentwatch_footprint_scan_duration_seconds"), "footprint"),
+                level("agentwatch_resources_scan_duration_seconds", legend="resources"),
+                level("agentwatch_footprint_scan_duration_seconds", legend="footprint"),
             ],
             "s",
         ),
@@ -1772,107 +1398,72 @@ def agentwatch_self() -> dict[str, Any]:
             "Scan problems per hour",
             "Processes the resources scan skipped, by reason, and failed footprint scans.",
             [
-                target(
-                    rate("agentwatch_resources_scan_errors_total", by="reason") + PER_HOUR,
-                    "resources {{reason}}",
+                hourly(
+                    "agentwatch_resources_scan_errors_total",
+                    by="reason",
+                    legend="resources {{reason}}",
                 ),
-                target(
-                    rate("agentwatch_footprint_scan_errors_total") + PER_HOUR,
-                    "footprint failed scans",
-                ),
-                target(
-                    rate("agentwatch_footprint_processes_vanished_total") + PER_HOUR,
-                    "footprint vanished",
+                hourly("agentwatch_footprint_scan_errors_total", legend="footprint failed scans"),
+                hourly(
+                    "agentwatch_footprint_processes_vanished_total", legend="footprint vanished"
                 ),
             ],
-            "short",
         ),
         stat(
             "Processes scanned",
             "Processes read in the latest resources scan.",
-            [target(gauge_by("agentwatch_resources_processes_scanned"))],
-            "short",
+            level("agentwatch_resources_processes_scanned"),
             w=6,
         ),
         stat(
             "Since last good footprint scan",
             "Age of the footprint values on display.",
-            [target(age("agentwatch_footprint_last_success_timestamp_seconds"))],
+            target(age("agentwatch_footprint_last_success_timestamp_seconds")),
             "s",
             w=6,
         ),
         stat(
             "tmux panes found",
             "tmux panes the resources sentinel found in its last query.",
-            [target(gauge_by("agentwatch_resources_tmux_panes"))],
-            "short",
+            level("agentwatch_resources_tmux_panes"),
             w=6,
         ),
         stat(
             "tmux servers failing",
-            "tmux servers whose last query failed, as seen by the "
-            "resources and idle-error sentinels.",
+            "tmux servers whose last query failed, as seen by the resources and idle-error "
+            "sentinels.",
             [
-                target(gauge_by("agentwatch_resources_tmux_failing"), "resources"),
-                target(gauge_by("agentwatch_idle_error_tmux_failing"), "idle-error"),
+                level("agentwatch_resources_tmux_failing", legend="resources"),
+                level("agentwatch_idle_error_tmux_failing", legend="idle-error"),
             ],
-            "short",
             w=6,
             text_mode="value_and_name",
-            steps=[(None, "green"), (1, "red")],
+            steps=ANY_IS_BAD,
         ),
-        timeseries(
+        hourly_bars(
             "Pane classifications per hour",
             "Changes of an agent pane into a non-working state, by state.",
-            [
-                target(
-                    rate("agentwatch_pane_classifications_total", by="state") + PER_HOUR,
-                    "{{state}}",
-                )
-            ],
-            "short",
-            bars=True,
-            stack=True,
-            w=8,
+            "agentwatch_pane_classifications_total",
+            "state",
         ),
-        timeseries(
+        hourly_bars(
             "Suppressed pane matches per hour",
             "Pattern matches the idle-error sentinel ignored on purpose, by reason.",
-            [
-                target(
-                    rate("agentwatch_pane_suppressed_total", by="reason") + PER_HOUR, "{{reason}}"
-                )
-            ],
-            "short",
-            bars=True,
-            stack=True,
-            w=8,
+            "agentwatch_pane_suppressed_total",
+            "reason",
         ),
-        timeseries(
+        hourly_bars(
             "Pane capture errors per hour",
             "tmux captures that failed, by reason.",
-            [
-                target(
-                    rate("agentwatch_idle_error_capture_errors_total", by="reason") + PER_HOUR,
-                    "{{reason}}",
-                )
-            ],
-            "short",
-            bars=True,
-            stack=True,
-            w=8,
+            "agentwatch_idle_error_capture_errors_total",
+            "reason",
         ),
     ]
     controller = [
         stat(
             "Alertmanager reachable",
             "Whether the controller can read alerts back from each Alertmanager.",
-            [
-                target(
-                    gauge_by("agentwatch_controller_alertmanager_up", by="alertmanager"),
-                    "{{alertmanager}}",
-                )
-            ],
+            level("agentwatch_controller_alertmanager_up", by="alertmanager"),
             "none",
             w=8,
             text_mode="value_and_name",
@@ -1881,58 +1472,35 @@ def agentwatch_self() -> dict[str, Any]:
         stat(
             "Since the controller's last good cycle",
             "Age of the controller's decision: the last cycle in which an Alertmanager answered.",
-            [target(age("agentwatch_controller_last_success_timestamp_seconds"))],
+            target(age("agentwatch_controller_last_success_timestamp_seconds")),
             "s",
             w=8,
         ),
         stat(
             "Orchestrator reachable",
             "Whether the controller reaches the orchestrator's API.",
-            [target(gauge_by("agentwatch_orchestrator_up", how="min"))],
+            level("agentwatch_orchestrator_up", how="min"),
             "none",
             w=8,
             mappings=OK_FAILING,
         ),
-        timeseries(
+        hourly_bars(
             "Controller decisions per hour",
             "Changes of the throttle decision, by the action that caused them.",
-            [
-                target(
-                    rate("agentwatch_controller_decisions_total", by="reason") + PER_HOUR,
-                    "{{reason}}",
-                )
-            ],
-            "short",
-            bars=True,
-            stack=True,
-            w=8,
+            "agentwatch_controller_decisions_total",
+            "reason",
         ),
-        timeseries(
+        hourly_bars(
             "Nudges per hour",
             "Stalled panes the controller nudged, by result.",
-            [
-                target(
-                    rate("agentwatch_controller_nudges_total", by="result") + PER_HOUR, "{{result}}"
-                )
-            ],
-            "short",
-            bars=True,
-            stack=True,
-            w=8,
+            "agentwatch_controller_nudges_total",
+            "result",
         ),
-        timeseries(
+        hourly_bars(
             "Adapter errors per hour",
             "Failures applying a decision to the orchestrator, by adapter.",
-            [
-                target(
-                    rate("agentwatch_controller_adapter_errors_total", by="adapter") + PER_HOUR,
-                    "{{adapter}}",
-                )
-            ],
-            "short",
-            bars=True,
-            stack=True,
-            w=8,
+            "agentwatch_controller_adapter_errors_total",
+            "adapter",
         ),
     ]
     return dashboard(

@@ -1,0 +1,205 @@
+"""The whole stack for real: `agentwatch up --demo` with Debian's Prometheus and Alertmanager.
+
+Intervals and thresholds are shortened through the config file only (the same code paths as
+a workstation): the demo's burning session must page as a token burn, the session that stalls
+on an API error must page as stalled, both must reach the webhook receiver with the
+documented labels and resolve once the condition ends (the burn calms down; the controller
+nudges the stalled pane and it resumes); a real alert (host memory below an impossible
+threshold, action `shrink`) must lower the demo orchestrator's concurrency; and every
+dashboard query must return data from the live Prometheus.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import yaml
+
+from tests.conftest import CLI, local_config
+from tests.dashboards import dashboard_queries, may_be_empty
+
+# A burning session pages per session; its project-level alert is inhibited by it.
+BURNS = ("AgentwatchSessionTokenBurn", "AgentwatchProjectTokenBurn")
+STALL = "AgentwatchSessionStalledOnError"
+DEADLINE = 540.0  # seconds for the whole scenario; it needs about 6 minutes
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    base = tmp_path_factory.mktemp("stack")
+    home = base / "home"
+    home.mkdir()
+    config_path = local_config(
+        base,
+        {
+            "thresholds": {
+                "stall_seconds": 15,
+                "burn_floor_tokens_per_hour": 8e6,
+                "host_memory_available_ratio": 0.9999,  # always "low": a real shrink alert
+            },
+            "stack": {
+                "scrape_interval": 2,
+                "evaluation_interval": 2,
+                "group_wait": 1,
+                "group_interval": 3,
+            },
+            "controller": {
+                "interval": 2,
+                "max_agents": 4,
+                "min_agents": 3,
+                "shrink_cooldown": 5,
+                "grow_sustain": 3600,
+            },
+            "demo": {"burn_seconds": 90, "stall_after_turns": 3, "seconds_per_turn": 2},
+            "sentinels": {
+                "token-ledger": {"interval": 5},
+                "resources": {"interval": 2},
+                "footprint": {"interval": 5},
+                "idle-error": {"interval": 2},
+            },
+        },
+    )
+    config = yaml.safe_load(config_path.read_text())
+    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    env.pop("CLAUDE_CONFIG_DIR", None)
+    state = base / "state"
+    process = subprocess.Popen(
+        [*CLI, "--config", str(config_path), "up", "--demo", "--state-dir", str(state),
+         "--spool-dir", str(base / "spool")],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    info = {
+        "process": process,
+        "state": state,
+        "config": config,
+        "started": time.monotonic(),
+        "alerts_log": state / "stack" / "alerts.jsonl",
+        "prometheus": f"http://{config['stack']['prometheus_listen']}",
+        "exporter": f"http://{config['exporter']['listen']}",
+    }
+    try:
+        yield info
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            info["output"], _ = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            info["output"], _ = process.communicate()
+
+
+def _messages(alerts_log: Path) -> list[dict[str, Any]]:
+    """Every alert of every webhook message so far, with the message's receive time."""
+    if not alerts_log.exists():
+        return []
+    out = []
+    for line in alerts_log.read_text().splitlines():
+        record = json.loads(line)
+        for alert in record["payload"]["alerts"]:
+            out.append({**alert, "received_at": record["received_at"]})
+    return out
+
+
+def _wait(stack: dict[str, Any], what: str, found: Callable[[], Any]) -> Any:
+    while time.monotonic() - stack["started"] < DEADLINE:
+        if stack["process"].poll() is not None:
+            pytest.fail(f"agentwatch up exited early: {stack['process'].stdout.read()}")
+        value = found()
+        if value:
+            return value
+        time.sleep(2)
+    pytest.fail(f"timed out waiting for {what}; webhook log: {_messages(stack['alerts_log'])}")
+
+
+def _alert(stack: dict[str, Any], name: str, status: str, **labels: str) -> dict | None:
+    for alert in _messages(stack["alerts_log"]):
+        if alert["labels"].get("alertname") != name or alert["status"] != status:
+            continue
+        if all(alert["labels"].get(key) == value for key, value in labels.items()):
+            return alert
+    return None
+
+
+def test_stall_pages_with_the_documented_labels_then_resolves(stack: dict[str, Any]) -> None:
+    firing = _wait(stack, "the stall alert", lambda: _alert(stack, STALL, "firing"))
+    labels = firing["labels"]
+    assert labels["tmux_session"] == "agentwatch-demo"
+    assert labels["agentwatch_action"] == "nudge" and labels["severity"] == "warning"
+    assert labels["pane"].startswith("%") and labels["state"] == "api_error"
+    assert firing["annotations"]["runbook_url"].split("#")[0].endswith("docs/runbook.md")
+    # The controller nudges the pane (allow-listed in the demo), the session resumes and the
+    # condition ends: the same pane's alert resolves.
+    resolved = _wait(
+        stack,
+        "the stall alert to resolve",
+        lambda: _alert(stack, STALL, "resolved", pane=labels["pane"]),
+    )
+    assert resolved["received_at"] >= firing["received_at"]
+
+
+def _burn(stack: dict[str, Any], status: str) -> dict | None:
+    for name in BURNS:
+        alert = _alert(stack, name, status)
+        if alert is not None:
+            return alert
+    return None
+
+
+def test_burn_pages_then_resolves_when_the_burn_ends(stack: dict[str, Any]) -> None:
+    """The burner spends ~41 M fresh tokens an hour for 90 s, then ~4 M; the steady sessions
+    stay under 2 M; the floor is 8 M. The 5-minute rate needs the burn to leave its window
+    before the alert resolves, which is what makes this the slowest part of the test."""
+    firing = _wait(stack, "the burn alert", lambda: _burn(stack, "firing"))
+    assert firing["labels"]["project"] == "data-pipeline"
+    assert firing["labels"]["severity"] == "warning"
+    assert "data-pipeline" in firing["annotations"]["description"]
+    _wait(stack, "the burn alert to resolve", lambda: _burn(stack, "resolved"))
+    burning = {a["labels"]["project"] for a in _messages(stack["alerts_log"])
+               if a["labels"].get("alertname") in BURNS}  # fmt: skip
+    assert burning == {"data-pipeline"}  # the steady sessions never paged
+
+
+def test_a_real_alert_lowers_the_demo_orchestrators_concurrency(stack: dict[str, Any]) -> None:
+    state_file = stack["state"] / "demo" / "orchestrator.json"
+
+    def lowered() -> bool:
+        try:
+            return json.loads(state_file.read_text())["max_agents"] == 3
+        except (OSError, ValueError, KeyError):
+            return False
+
+    _wait(stack, "the controller to shrink the demo to min_agents", lowered)
+    decision = json.loads((stack["state"] / "demo" / "controller.json").read_text())
+    assert "AgentwatchHostMemoryLow" in decision["reasons"]
+
+
+def test_every_dashboard_query_returns_data(stack: dict[str, Any]) -> None:
+    # After the scenario above, every sentinel has reported for minutes.
+    empty = []
+    for query in dashboard_queries():
+        reply = requests.get(
+            f"{stack['prometheus']}/api/v1/query", params={"query": query.expr}, timeout=10
+        )
+        assert reply.status_code == 200, (query, reply.text)
+        if not reply.json()["data"]["result"] and not may_be_empty(query):
+            empty.append(f"{query.dashboard} / {query.panel}: {query.expr}")
+    assert empty == []
+
+
+def test_exporter_output_is_clean_for_promtool(stack: dict[str, Any]) -> None:
+    text = requests.get(f"{stack['exporter']}/metrics", timeout=10).text
+    checked = subprocess.run(
+        ["promtool", "check", "metrics"], input=text, capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    for sentinel in ("token-ledger", "resources", "footprint", "idle-error", "release-readiness"):
+        assert f'agentwatch_sentinel_up{{sentinel="{sentinel}"}} 1.0' in text
