@@ -182,10 +182,11 @@ def free_port() -> int:
 def find_agentwatch(explicit: str | None) -> str:
     if explicit:
         return explicit
-    # The console script next to this interpreter (a pyenv shim would add a shell and pyenv).
-    beside = Path(os.path.realpath(sys.executable)).parent / "agentwatch"
-    if beside.exists():
-        return str(beside)
+    # The console script next to this interpreter: the virtualenv's own bin first (resolving
+    # the symlink would find another environment's script), never a pyenv shim (a shell).
+    for folder in (Path(sys.executable).parent, Path(os.path.realpath(sys.executable)).parent):
+        if (folder / "agentwatch").exists():
+            return str(folder / "agentwatch")
     found = shutil.which("agentwatch")
     if not found:
         raise SystemExit("agentwatch not found: pip install -e . (or pass --agentwatch)")

@@ -33,7 +33,7 @@ from agentwatch.sentinels.token_ledger.store import StateInUse, Store
 NAME = "token-ledger"
 log = logging.getLogger("agentwatch.token-ledger")
 IDLE_POLL = 30.0
-PUBLISH_GAP = 0.5  # at most two spool writes a second while lines stream in
+PUBLISH_GAP = 0.025  # at most 40 spool writes a second while lines stream in
 BACKFILL_PUBLISH_EVERY = 1.0
 
 
