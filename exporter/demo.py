@@ -20,8 +20,6 @@ class DemoSession:
     project: str
     model: str
     tokens_per_turn: int
-    seconds_per_turn: float
-    stall_after_turns: int | None = None  # write an API error and go quiet after N turns
 
     def __post_init__(self) -> None:
         self.session_id = str(uuid.uuid4())
@@ -29,10 +27,8 @@ class DemoSession:
 
 
 def _timestamp() -> str:
-    return (
-        datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.")
-        + f"{datetime.now(UTC).microsecond // 1000:03d}Z"
-    )
+    now = datetime.now(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
 def _line(session: DemoSession, cwd: str, message: dict, **extra: object) -> dict:

@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     name_process()
-    session = demo.DemoSession(args.project, args.model, args.tokens, args.every)
+    session = demo.DemoSession(args.project, args.model, args.tokens)
     plan = Plan(args.tokens, args.every, args.burn_seconds, args.stall_after)
     return run(session, args.claude_dir, plan, args.seed)
 
