@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from agentwatch.exporter.log import FailureGate
 from agentwatch.sentinels.resources.proctable import ProcTable, default_table
-from agentwatch.sentinels.resources.tmux import Pane, Tmux
+from agentwatch.sentinels.resources.tmux import Tmux
 from agentwatch.sentinels.resources.trees import Matcher, children_map, subtree, topmost
 
 log = logging.getLogger("agentwatch.idle_error")
@@ -44,29 +44,6 @@ class AgentPane:
         return (self.session, self.pane, self.agent)
 
 
-class ServerPanes(Tmux):
-    """The resources sentinel's tmux lister, keeping which server each pane is on."""
-
-    def listing(self) -> list[tuple[str | None, int, Pane]]:
-        found: list[tuple[str | None, int, Pane]] = []
-        self.failing = 0
-        for server in self.servers:
-            try:
-                panes = self._list(server)
-                self.gates[server].succeeded()
-            except FileNotFoundError:
-                if not self.missing_logged:
-                    log.info("%s not found: no panes to classify", self.binary)
-                    self.missing_logged = True
-                return found
-            except (OSError, subprocess.SubprocessError, RuntimeError) as error:
-                self.failing += 1
-                self.gates[server].failed(error)
-                continue
-            found.extend((server, pid, pane) for pid, pane in sorted(panes.items()))
-        return found
-
-
 class PaneFinder:
     """Finds the agent panes of every server; one /proc scan per cycle, only when panes exist."""
 
@@ -77,7 +54,7 @@ class PaneFinder:
         table: ProcTable | None = None,
         binary: str = "tmux",
     ):
-        self.tmux = ServerPanes(sockets, binary=binary)
+        self.tmux = Tmux(sockets, binary=binary)
         self.matcher = Matcher(agent_names)
         self.table = table or default_table()
 

@@ -37,23 +37,29 @@ class Tmux:
         self.missing_logged = False
         self.failing = 0  # servers whose last query failed (not: servers that are not running)
 
-    def panes(self) -> dict[int, Pane]:
-        """pane_pid -> pane, over all servers."""
-        found: dict[int, Pane] = {}
+    def listing(self) -> list[tuple[str | None, int, Pane]]:
+        """(server, pane_pid, pane) over all servers; server None is the default one."""
+        found: list[tuple[str | None, int, Pane]] = []
         self.failing = 0
         for server in self.servers:
             try:
-                found.update(self._list(server))
+                panes = self._list(server)
                 self.gates[server].succeeded()
             except FileNotFoundError:
                 if not self.missing_logged:
-                    log.info("%s not found: sessions are not attributed to tmux panes", self.binary)
+                    log.info("%s not found: no tmux panes are seen", self.binary)
                     self.missing_logged = True
                 return found
             except (OSError, subprocess.SubprocessError, RuntimeError) as error:
                 self.failing += 1
                 self.gates[server].failed(error)
+                continue
+            found.extend((server, pid, pane) for pid, pane in sorted(panes.items()))
         return found
+
+    def panes(self) -> dict[int, Pane]:
+        """pane_pid -> pane, over all servers."""
+        return {pid: pane for _, pid, pane in self.listing()}
 
     def _list(self, server: str | None) -> dict[int, Pane]:
         command = [self.binary, *(["-S", server] if server else []), "list-panes", "-a"]
