@@ -9,9 +9,13 @@ import logging
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentwatch.exporter import __version__, config, paths
 from agentwatch.exporter import log as logsetup
+
+if TYPE_CHECKING:
+    from agentwatch.exporter.server import SpoolCollector
 
 log = logging.getLogger("agentwatch")
 
@@ -256,8 +260,20 @@ def expected_sentinels(cfg: config.Config) -> list[str]:
     return [name for name in SENTINELS if cfg.sentinel(name)["enabled"]]
 
 
+def spool_collector(cfg: config.Config, spool_dir: Path) -> SpoolCollector:
+    """The exporter's view of the spool, as every command that reads it needs it."""
+    from agentwatch.exporter.server import SpoolCollector
+
+    return SpoolCollector(
+        spool_dir,
+        expected=expected_sentinels(cfg),
+        stale_after_intervals=cfg["exporter"]["stale_after_intervals"],
+        thresholds=cfg["thresholds"],
+    )
+
+
 def _cmd_exporter(args: argparse.Namespace, cfg: config.Config) -> int:
-    from agentwatch.exporter.server import SpoolCollector, serve
+    from agentwatch.exporter.server import serve
     from agentwatch.exporter.webconfig import WebConfigError, load_for
 
     spool_dir, _ = _dirs(args, cfg)
@@ -267,12 +283,7 @@ def _cmd_exporter(args: argparse.Namespace, cfg: config.Config) -> int:
     except WebConfigError as err:
         log.error("exporter.web_config_file: %s", err)
         return 2
-    collector = SpoolCollector(
-        spool_dir,
-        expected=expected_sentinels(cfg),
-        stale_after_intervals=cfg["exporter"]["stale_after_intervals"],
-        thresholds=cfg["thresholds"],
-    )
+    collector = spool_collector(cfg, spool_dir)
     try:
         server = serve(collector, listen, web)
     except OSError as err:
@@ -302,14 +313,8 @@ def _cmd_sentinel(args: argparse.Namespace, cfg: config.Config) -> int:
 
 
 def _cmd_status(args: argparse.Namespace, cfg: config.Config) -> int:
-    from agentwatch.exporter.server import SpoolCollector
-
     spool_dir, _ = _dirs(args, cfg)
-    collector = SpoolCollector(
-        spool_dir,
-        expected=expected_sentinels(cfg),
-        stale_after_intervals=cfg["exporter"]["stale_after_intervals"],
-    )
+    collector = spool_collector(cfg, spool_dir)
     now = time.time()
     _, health = collector.snapshot(now)
     from agentwatch.controller import report

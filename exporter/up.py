@@ -23,7 +23,7 @@ import requests
 import yaml
 
 from agentwatch.exporter import config, demo_workload, paths, stack
-from agentwatch.exporter.cli import expected_sentinels
+from agentwatch.exporter.cli import expected_sentinels, spool_collector
 from agentwatch.exporter.runtime import die_with_parent
 from agentwatch.exporter.server import SpoolCollector
 from agentwatch.sentinels.token_ledger import discovery
@@ -315,11 +315,7 @@ def run_up(args: argparse.Namespace, cfg: config.Config) -> int:
 
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
-    collector = SpoolCollector(
-        spool,
-        expected=expected_sentinels(cfg),
-        stale_after_intervals=cfg["exporter"]["stale_after_intervals"],
-    )
+    collector = spool_collector(cfg, spool)
     deadline = time.monotonic() + args.duration if args.duration else None
     next_status = time.monotonic() + 3.0
     try:
