@@ -8,6 +8,7 @@ totals, newest files first, so it is usable while it catches up.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
@@ -199,7 +200,7 @@ def _backfill(ledger: Ledger, runner: Runner, workers: int, progress_every: floa
     """Read everything not yet read, publishing partial totals as it goes."""
     ledger.scan()
     progress = _Progress(ledger, progress_every)
-    last_publish = 0.0  # publish after the first chunk: partial totals are there at once
+    last_publish = -math.inf  # publish after the first chunk: partial totals are there at once
     for _ in ledger.read_all(workers):
         progress.tick()
         if runner.stopping:
@@ -230,7 +231,7 @@ def _follow(
 ) -> None:
     """The live phase: wake on events, publish promptly, write a heartbeat every interval,
     and reconcile with a full scan (which catches whatever the events missed) less often."""
-    last_scan = 0.0  # scan at once: files may have grown while the watch was not yet on
+    last_scan = -math.inf  # scan at once: files may have grown while the watch was not yet on
     last_publish = time.monotonic()
     unpublished = False
     while not runner.stopping:
@@ -245,7 +246,7 @@ def _follow(
         if now - last_publish >= runner.interval:
             unpublished = True  # a heartbeat: the exporter judges staleness by it
             if watch.refresh():  # a root created since (e.g. the first Claude Code run)
-                last_scan = 0.0
+                last_scan = -math.inf
                 continue
         if unpublished and now - last_publish >= PUBLISH_GAP:
             runner.publish()
