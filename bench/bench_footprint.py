@@ -39,7 +39,7 @@ from pathlib import Path
 
 import psutil
 
-from agentwatch.exporter import spool
+from agentwatch.core import spool
 from agentwatch.sentinels.footprint import classify
 from agentwatch.sentinels.footprint.metrics import State, families
 from agentwatch.sentinels.footprint.scan import Scanner

@@ -45,15 +45,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # bench/ is not a package
 
 CCUSAGE = os.environ.get("AGENTWATCH_CCUSAGE") or next(
-    (str(path) for path in (
-        Path(__file__).resolve().parents[1] / ".tools/ccusage/node_modules/.bin/ccusage",
-        Path("/opt/ccusage/node_modules/.bin/ccusage"),
-    ) if path.exists()),
+    (
+        str(path)
+        for path in (
+            Path(__file__).resolve().parents[1] / ".tools/ccusage/node_modules/.bin/ccusage",
+            Path("/opt/ccusage/node_modules/.bin/ccusage"),
+        )
+        if path.exists()
+    ),
     "/opt/ccusage/node_modules/.bin/ccusage",
 )
 TYPES = ("input", "output", "cache_creation", "cache_read")
-CC_KEYS = {"input": "inputTokens", "output": "outputTokens",
-           "cache_creation": "cacheCreationTokens", "cache_read": "cacheReadTokens"}
+CC_KEYS = {
+    "input": "inputTokens",
+    "output": "outputTokens",
+    "cache_creation": "cacheCreationTokens",
+    "cache_read": "cacheReadTokens",
+}
 TARGETS = {
     "backfill_wall_ratio": ("<=", 2.0),
     "backfill_rss_ratio": ("<", 1.0),
@@ -66,6 +74,7 @@ COST_REL_TOL = 1e-9
 
 # --------------------------------------------------------------------------------------------
 # processes
+
 
 @dataclass
 class Run:
@@ -116,14 +125,21 @@ class TreeSampler(threading.Thread):
             self.done.wait(self.every)
 
 
-def run_measured(cmd: list[str], env: dict[str, str], stdout: Path, stderr: Path,
-                 timeout: float, sample_every: float = 0.1) -> Run:
+def run_measured(
+    cmd: list[str],
+    env: dict[str, str],
+    stdout: Path,
+    stderr: Path,
+    timeout: float,
+    sample_every: float = 0.1,
+) -> Run:
     """Run cmd to completion: wall time, CPU and peak RSS of its whole process tree (the
     sampler's figures, never less than wait4's for the direct child)."""
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         started = time.perf_counter()
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True
+        )
         sampler = TreeSampler(proc.pid, sample_every)
         sampler.start()
         timer = threading.Timer(timeout, _kill_group, args=(proc.pid,))
@@ -142,8 +158,9 @@ def run_measured(cmd: list[str], env: dict[str, str], stdout: Path, stderr: Path
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         tail = stderr.read_text(errors="replace")[-2000:]
-        raise RuntimeError(f"{cmd[0]} exited {proc.returncode}"
-                           f"{' (timeout)' if wall >= timeout else ''}:\n{tail}")
+        raise RuntimeError(
+            f"{cmd[0]} exited {proc.returncode}{' (timeout)' if wall >= timeout else ''}:\n{tail}"
+        )
     waited = usage.ru_utime + usage.ru_stime  # the child and the children it waited for
     sampled = sum(sampler.cpu.values())  # every process seen in the tree
     peak = max(sampler.peak_rss / (1 << 20), usage.ru_maxrss / 1024)
@@ -154,8 +171,14 @@ def run_measured(cmd: list[str], env: dict[str, str], stdout: Path, stderr: Path
 def background(cmd: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
     """A long-running child in its own process group, stopped (TERM, then KILL) on exit."""
     with open(log, "wb") as fh:
-        proc = subprocess.Popen(cmd, env=env, stdout=fh, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            env=env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     try:
         yield proc
     finally:
@@ -203,6 +226,7 @@ def clean_env(home: Path, config_dir: Path) -> dict[str, str]:
 # --------------------------------------------------------------------------------------------
 # totals
 
+
 def ledger_totals(prom: Path) -> dict[str, Any]:
     """Sum of agentwatch_tokens_total per type and of agentwatch_cost_usd_total."""
     tokens = dict.fromkeys(TYPES, 0)
@@ -223,8 +247,10 @@ def ledger_totals(prom: Path) -> dict[str, Any]:
 
 def ccusage_totals(out: Path) -> dict[str, Any]:
     totals = json.loads(out.read_text())["totals"]
-    return {"tokens": {t: int(totals[k]) for t, k in CC_KEYS.items()},
-            "cost": float(totals["totalCost"])}
+    return {
+        "tokens": {t: int(totals[k]) for t, k in CC_KEYS.items()},
+        "cost": float(totals["totalCost"]),
+    }
 
 
 def expected_totals(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -234,11 +260,13 @@ def expected_totals(manifest: dict[str, Any]) -> dict[str, Any]:
 
 def same_totals(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return a["tokens"] == b["tokens"] and abs(a["cost"] - b["cost"]) <= max(
-        1e-6, COST_REL_TOL * abs(b["cost"]))
+        1e-6, COST_REL_TOL * abs(b["cost"])
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # phases
+
 
 def warm_cache(root: Path) -> tuple[int, int, float]:
     started = time.perf_counter()
@@ -251,8 +279,9 @@ def warm_cache(root: Path) -> tuple[int, int, float]:
     return files, total, time.perf_counter() - started
 
 
-def backfill(args: argparse.Namespace, root: Path, work: Path, aw: str,
-             manifest: dict[str, Any]) -> dict[str, Any]:
+def backfill(
+    args: argparse.Namespace, root: Path, work: Path, aw: str, manifest: dict[str, Any]
+) -> dict[str, Any]:
     home = work / "home"
     home.mkdir(exist_ok=True)
     env = clean_env(home, root)
@@ -263,25 +292,62 @@ def backfill(args: argparse.Namespace, root: Path, work: Path, aw: str,
     for i in range(args.repeat):
         if not args.skip_ccusage:
             out = work / f"ccusage-{i}.json"
-            run = run_measured([args.ccusage, "claude", "daily", "--json", "--offline"], env,
-                               out, work / f"ccusage-{i}.err", args.timeout)
+            run = run_measured(
+                [args.ccusage, "claude", "daily", "--json", "--offline"],
+                env,
+                out,
+                work / f"ccusage-{i}.err",
+                args.timeout,
+            )
             cc_runs.append(run)
             cc_tot = ccusage_totals(out)
-            print(f"  ccusage    run {i + 1}: {run.wall_s:7.2f} s wall, {run.cpu_s:7.2f} s cpu, "
-                  f"{run.max_rss_mib:7.1f} MiB peak RSS", flush=True)
+            print(
+                f"  ccusage    run {i + 1}: {run.wall_s:7.2f} s wall, {run.cpu_s:7.2f} s cpu, "
+                f"{run.max_rss_mib:7.1f} MiB peak RSS",
+                flush=True,
+            )
         spool, state = work / f"spool-{i}", work / f"state-{i}"
-        run = run_measured([aw, "sentinel", "token-ledger", "--once", "--spool-dir", str(spool),
-                            "--state-dir", str(state)], env, work / f"once-{i}.out",
-                           work / f"once-{i}.err", args.timeout)
+        run = run_measured(
+            [
+                aw,
+                "sentinel",
+                "token-ledger",
+                "--once",
+                "--spool-dir",
+                str(spool),
+                "--state-dir",
+                str(state),
+            ],
+            env,
+            work / f"once-{i}.out",
+            work / f"once-{i}.err",
+            args.timeout,
+        )
         aw_runs.append(run)
         aw_tot = ledger_totals(spool / "token-ledger.prom")
-        print(f"  agentwatch run {i + 1}: {run.wall_s:7.2f} s wall, {run.cpu_s:7.2f} s cpu, "
-              f"{run.max_rss_mib:7.1f} MiB peak RSS", flush=True)
+        print(
+            f"  agentwatch run {i + 1}: {run.wall_s:7.2f} s wall, {run.cpu_s:7.2f} s cpu, "
+            f"{run.max_rss_mib:7.1f} MiB peak RSS",
+            flush=True,
+        )
     # One more run of each, sampled every 10 ms, for the memory peak only.
-    aw_peak = run_measured([aw, "sentinel", "token-ledger", "--once", "--spool-dir",
-                            str(work / "spool-mem"), "--state-dir", str(work / "state-mem")],
-                           env, work / "once-mem.out", work / "once-mem.err", args.timeout,
-                           sample_every=0.01).max_rss_mib
+    aw_peak = run_measured(
+        [
+            aw,
+            "sentinel",
+            "token-ledger",
+            "--once",
+            "--spool-dir",
+            str(work / "spool-mem"),
+            "--state-dir",
+            str(work / "state-mem"),
+        ],
+        env,
+        work / "once-mem.out",
+        work / "once-mem.err",
+        args.timeout,
+        sample_every=0.01,
+    ).max_rss_mib
     print(f"  agentwatch memory run: {aw_peak:7.1f} MiB peak RSS (whole tree)", flush=True)
     gen = expected_totals(manifest)
     result: dict[str, Any] = {
@@ -292,9 +358,14 @@ def backfill(args: argparse.Namespace, root: Path, work: Path, aw: str,
         "state_dir": str(work / f"state-{args.repeat - 1}"),
     }
     if cc_runs and cc_tot is not None:
-        cc_peak = run_measured([args.ccusage, "claude", "daily", "--json", "--offline"], env,
-                               work / "ccusage-mem.json", work / "ccusage-mem.err", args.timeout,
-                               sample_every=0.01).max_rss_mib
+        cc_peak = run_measured(
+            [args.ccusage, "claude", "daily", "--json", "--offline"],
+            env,
+            work / "ccusage-mem.json",
+            work / "ccusage-mem.err",
+            args.timeout,
+            sample_every=0.01,
+        ).max_rss_mib
         print(f"  ccusage    memory run: {cc_peak:7.1f} MiB peak RSS (whole tree)", flush=True)
         cc = {**summarize(cc_runs), "max_rss_mib": cc_peak}
         result["ccusage"] = cc
@@ -310,10 +381,12 @@ def backfill(args: argparse.Namespace, root: Path, work: Path, aw: str,
 
 
 def summarize(runs: list[Run]) -> dict[str, Any]:
-    return {"wall_s": statistics.median(r.wall_s for r in runs),
-            "cpu_s": statistics.median(r.cpu_s for r in runs),
-            "max_rss_mib": statistics.median(r.max_rss_mib for r in runs),
-            "runs": [asdict(r) for r in runs]}
+    return {
+        "wall_s": statistics.median(r.wall_s for r in runs),
+        "cpu_s": statistics.median(r.cpu_s for r in runs),
+        "max_rss_mib": statistics.median(r.max_rss_mib for r in runs),
+        "runs": [asdict(r) for r in runs],
+    }
 
 
 def scrape_tokens(port: int, timeout: float = 2.0) -> int | None:
@@ -354,8 +427,11 @@ def wait_for(predicate: Any, timeout: float, interval: float = 0.005) -> tuple[A
 
 def pick_targets(root: Path, count: int, seed: int) -> list[Path]:
     """Main session transcripts of moderate size in different projects, to append to."""
-    candidates = [p for p in corpus.transcripts(root)
-                  if "subagents" not in p.parts and 20_000 <= p.stat().st_size <= 8 << 20]
+    candidates = [
+        p
+        for p in corpus.transcripts(root)
+        if "subagents" not in p.parts and 20_000 <= p.stat().st_size <= 8 << 20
+    ]
     rng = random.Random(seed)
     rng.shuffle(candidates)
     chosen: list[Path] = []
@@ -375,23 +451,34 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[k] if q < 100 else ordered[-1]
 
 
-def live_and_idle(args: argparse.Namespace, root: Path, work: Path, aw: str,
-                  spool: Path, state: Path) -> dict[str, Any]:
+def live_and_idle(
+    args: argparse.Namespace, root: Path, work: Path, aw: str, spool: Path, state: Path
+) -> dict[str, Any]:
     env = clean_env(work / "home", root)
     port = args.port or free_port()
     result: dict[str, Any] = {"port": port}
-    sentinel_cmd = [aw, "sentinel", "token-ledger", "--spool-dir", str(spool),
-                    "--state-dir", str(state)]
+    sentinel_cmd = [
+        aw,
+        "sentinel",
+        "token-ledger",
+        "--spool-dir",
+        str(spool),
+        "--state-dir",
+        str(state),
+    ]
     exporter_cmd = [aw, "exporter", "--spool-dir", str(spool), "--listen", f"127.0.0.1:{port}"]
     rng = random.Random(args.seed * 31 + 7)
     targets = pick_targets(root, 4, args.seed)
     try:
-        with background(sentinel_cmd, env, work / "sentinel.log") as sentinel, \
-                background(exporter_cmd, env, work / "exporter.log") as exporter:
+        with (
+            background(sentinel_cmd, env, work / "sentinel.log") as sentinel,
+            background(exporter_cmd, env, work / "exporter.log") as exporter,
+        ):
             sp = psutil.Process(sentinel.pid)
             ep = psutil.Process(exporter.pid)
-            served, _ = wait_for(lambda: [v] if (v := scrape_tokens(port)) is not None else None,
-                                 60, 0.05)
+            served, _ = wait_for(
+                lambda: [v] if (v := scrape_tokens(port)) is not None else None, 60, 0.05
+            )
             if served is None:
                 raise RuntimeError("the exporter did not serve agentwatch_tokens_total in 60 s")
             base = served[0]
@@ -407,11 +494,14 @@ def live_and_idle(args: argparse.Namespace, root: Path, work: Path, aw: str,
 
             # warm-up: the loop may still be starting (watches, first scan); not measured
             expected = base + append(0)["total"]
-            seen, first = wait_for(lambda: scrape_tokens(port) == expected,
-                                   min(args.timeout, 120.0))
+            seen, first = wait_for(
+                lambda: scrape_tokens(port) == expected, min(args.timeout, 120.0)
+            )
             if not seen:
-                raise RuntimeError(f"the first appended line never showed up on /metrics "
-                                   f"(see {work / 'sentinel.log'})")
+                raise RuntimeError(
+                    f"the first appended line never showed up on /metrics "
+                    f"(see {work / 'sentinel.log'})"
+                )
             result["first_line_seconds"] = first
             time.sleep(0.5)
             latencies: list[float] = []
@@ -462,7 +552,8 @@ def live_and_idle(args: argparse.Namespace, root: Path, work: Path, aw: str,
             if args.idle_seconds > 0:
                 time.sleep(2.0)  # let the last write settle
                 tracked = ledger_totals(spool / "token-ledger.prom").get(
-                    "agentwatch_ledger_files_tracked")
+                    "agentwatch_ledger_files_tracked"
+                )
                 tracked = None if tracked is None else int(tracked)
                 cpu0, ecpu0 = cpu_seconds(sp), cpu_seconds(ep)
                 t0 = time.perf_counter()
@@ -488,6 +579,7 @@ def live_and_idle(args: argparse.Namespace, root: Path, work: Path, aw: str,
 # --------------------------------------------------------------------------------------------
 # report
 
+
 def verdict(name: str, value: float | None) -> str:
     if value is None:
         return "n/a"
@@ -499,53 +591,73 @@ def verdict(name: str, value: float | None) -> str:
 def report(res: dict[str, Any]) -> None:
     c = res["corpus"]
     print()
-    print(f"corpus: {c['bytes'] / (1 << 30):.3f} GiB, {c['files']} files "
-          f"({c['subagent_files']} sub-agent), {c['projects']} projects, {c['lines']} lines, "
-          f"largest line {c['max_line_bytes'] / (1 << 20):.1f} MiB, {c['responses']} responses, "
-          f"{sum(c['bad_lines'].values())} bad lines")
+    print(
+        f"corpus: {c['bytes'] / (1 << 30):.3f} GiB, {c['files']} files "
+        f"({c['subagent_files']} sub-agent), {c['projects']} projects, {c['lines']} lines, "
+        f"largest line {c['max_line_bytes'] / (1 << 20):.1f} MiB, {c['responses']} responses, "
+        f"{sum(c['bad_lines'].values())} bad lines"
+    )
     b = res.get("backfill")
     if b:
-        print("\n(a) cold backfill (warm page cache; median of "
-              f"{len(b['agentwatch']['runs'])} run(s))")
+        print(
+            "\n(a) cold backfill (warm page cache; median of "
+            f"{len(b['agentwatch']['runs'])} run(s))"
+        )
         print(f"    {'':12} {'wall s':>9} {'cpu s':>9} {'peak RSS MiB':>13}")
         for name in ("ccusage", "agentwatch"):
             if name in b:
                 r = b[name]
-                print(f"    {name:12} {r['wall_s']:9.2f} {r['cpu_s']:9.2f} "
-                      f"{r['max_rss_mib']:13.1f}")
+                print(
+                    f"    {name:12} {r['wall_s']:9.2f} {r['cpu_s']:9.2f} {r['max_rss_mib']:13.1f}"
+                )
         if "ratios" in b:
             r = b["ratios"]
-            print(f"    {'aw/ccusage':12} {r['backfill_wall_ratio']:9.2f} "
-                  f"{r['backfill_cpu_ratio']:9.2f} {r['backfill_rss_ratio']:13.2f}")
-            print(f"    wall ratio: {verdict('backfill_wall_ratio', r['backfill_wall_ratio'])}; "
-                  f"RSS ratio: {verdict('backfill_rss_ratio', r['backfill_rss_ratio'])}")
+            print(
+                f"    {'aw/ccusage':12} {r['backfill_wall_ratio']:9.2f} "
+                f"{r['backfill_cpu_ratio']:9.2f} {r['backfill_rss_ratio']:13.2f}"
+            )
+            print(
+                f"    wall ratio: {verdict('backfill_wall_ratio', r['backfill_wall_ratio'])}; "
+                f"RSS ratio: {verdict('backfill_rss_ratio', r['backfill_rss_ratio'])}"
+            )
         print(f"    {'totals':12} " + " ".join(f"{t:>14}" for t in TYPES) + f" {'cost $':>16}")
         for name, tot in b["totals"].items():
-            print(f"    {name:12} " + " ".join(f"{tot['tokens'][t]:>14}" for t in TYPES)
-                  + f" {tot['cost']:>16.6f}")
+            print(
+                f"    {name:12} "
+                + " ".join(f"{tot['tokens'][t]:>14}" for t in TYPES)
+                + f" {tot['cost']:>16.6f}"
+            )
         for name, ok in b["checks"].items():
             print(f"    {name}: {'yes' if ok else 'NO'}")
     lv = res.get("live", {}).get("live")
     if lv:
-        print(f"\n(b) live: {lv['lines']} appended lines, {lv['seen']} seen, {lv['missed']} "
-              f"missed, {lv['partial_updates']} partial, final total "
-              f"{'ok' if lv['final_total_ok'] else 'WRONG'}")
+        print(
+            f"\n(b) live: {lv['lines']} appended lines, {lv['seen']} seen, {lv['missed']} "
+            f"missed, {lv['partial_updates']} partial, final total "
+            f"{'ok' if lv['final_total_ok'] else 'WRONG'}"
+        )
         if lv["p50_s"] is not None:
-            print(f"    latency p50 {lv['p50_s'] * 1000:.1f} ms, p90 {lv['p90_s'] * 1000:.1f} ms, "
-                  f"p99 {lv['p99_s'] * 1000:.1f} ms, max {lv['max_s'] * 1000:.1f} ms: "
-                  f"{verdict('live_p99_seconds', lv['p99_s'])}")
-        print(f"    sentinel CPU {lv['sentinel_cpu_ms_per_line']:.2f} ms per line: "
-              f"{verdict('live_cpu_ms_per_line', lv['sentinel_cpu_ms_per_line'])} "
-              f"(exporter, scraped every 5 ms: {lv['exporter_cpu_s']:.2f} s)")
+            print(
+                f"    latency p50 {lv['p50_s'] * 1000:.1f} ms, p90 {lv['p90_s'] * 1000:.1f} ms, "
+                f"p99 {lv['p99_s'] * 1000:.1f} ms, max {lv['max_s'] * 1000:.1f} ms: "
+                f"{verdict('live_p99_seconds', lv['p99_s'])}"
+            )
+        print(
+            f"    sentinel CPU {lv['sentinel_cpu_ms_per_line']:.2f} ms per line: "
+            f"{verdict('live_cpu_ms_per_line', lv['sentinel_cpu_ms_per_line'])} "
+            f"(exporter, scraped every 5 ms: {lv['exporter_cpu_s']:.2f} s)"
+        )
     idle = res.get("live", {}).get("idle")
     if idle:
-        print(f"\n(c) idle {idle['seconds']:.0f} s, {idle['files_tracked']} files tracked "
-              f"({idle['transcript_files']} transcripts): sentinel "
-              f"{idle['sentinel_cpu_percent']:.3f} % of a core "
-              f"({idle['sentinel_cpu_s'] * 1000:.0f} ms CPU, "
-              f"RSS {idle['sentinel_rss_mib']:.0f} MiB): "
-              f"{verdict('idle_cpu_percent', idle['sentinel_cpu_percent'])}; exporter "
-              f"{idle['exporter_cpu_percent_unscraped']:.3f} % (not scraped)")
+        print(
+            f"\n(c) idle {idle['seconds']:.0f} s, {idle['files_tracked']} files tracked "
+            f"({idle['transcript_files']} transcripts): sentinel "
+            f"{idle['sentinel_cpu_percent']:.3f} % of a core "
+            f"({idle['sentinel_cpu_s'] * 1000:.0f} ms CPU, "
+            f"RSS {idle['sentinel_rss_mib']:.0f} MiB): "
+            f"{verdict('idle_cpu_percent', idle['sentinel_cpu_percent'])}; exporter "
+            f"{idle['exporter_cpu_percent_unscraped']:.3f} % (not scraped)"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -555,14 +667,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--corpus-dir", help="default /tmp/aw-corpus-SIZE[-fFILES-sSEED]")
     ap.add_argument("--skip-ccusage", action="store_true", help="no ccusage run, no ratios")
-    ap.add_argument("--skip-backfill", action="store_true",
-                    help="no timed backfill (one untimed --once still seeds the live phase)")
+    ap.add_argument(
+        "--skip-backfill",
+        action="store_true",
+        help="no timed backfill (one untimed --once still seeds the live phase)",
+    )
     ap.add_argument("--skip-live", action="store_true", help="no live and no idle phase")
     ap.add_argument("--repeat", type=int, default=1, help="backfill runs of each (median)")
     ap.add_argument("--live-lines", type=int, default=100)
     ap.add_argument("--live-gap", type=float, default=0.05, help="seconds between appends")
-    ap.add_argument("--live-timeout", type=float, default=10.0,
-                    help="seconds to wait for one appended line")
+    ap.add_argument(
+        "--live-timeout", type=float, default=10.0, help="seconds to wait for one appended line"
+    )
     ap.add_argument("--idle-seconds", type=float, default=60.0, help="0 skips the idle phase")
     ap.add_argument("--port", type=int, default=0, help="exporter port (default: a free one)")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per backfill run")
@@ -585,22 +701,36 @@ def main(argv: list[str] | None = None) -> int:
     print(f"corpus {root} ({args.size}, {args.files} files, seed {args.seed})", flush=True)
     started = time.perf_counter()
     manifest, made = corpus.ensure_corpus(root, size, args.files, args.seed, progress=True)
-    print(f"  {'generated' if made else 're-used'} in {time.perf_counter() - started:.1f} s",
-          flush=True)
+    print(
+        f"  {'generated' if made else 're-used'} in {time.perf_counter() - started:.1f} s",
+        flush=True,
+    )
     nfiles, nbytes, took = warm_cache(root)
-    print(f"  page cache warmed: {nfiles} files, {nbytes / (1 << 20):.0f} MiB in {took:.1f} s",
-          flush=True)
+    print(
+        f"  page cache warmed: {nfiles} files, {nbytes / (1 << 20):.0f} MiB in {took:.1f} s",
+        flush=True,
+    )
 
     res: dict[str, Any] = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": [sys.executable, *sys.argv] if argv is None else argv,
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "python": platform.python_version(),
-                    "cpu": next((ln.split(":", 1)[1].strip() for ln in
-                                 Path("/proc/cpuinfo").read_text().splitlines()
-                                 if ln.startswith("model name")), "?")},
-        "corpus": {"dir": str(root), **{k: v for k, v in manifest.items()
-                                        if k not in ("by_kind", "expected_ccusage")}},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "cpu": next(
+                (
+                    ln.split(":", 1)[1].strip()
+                    for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                    if ln.startswith("model name")
+                ),
+                "?",
+            ),
+        },
+        "corpus": {
+            "dir": str(root),
+            **{k: v for k, v in manifest.items() if k not in ("by_kind", "expected_ccusage")},
+        },
         "targets": {k: f"{op} {v:g}" for k, (op, v) in TARGETS.items()},
     }
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="aw-bench-"))
@@ -616,12 +746,26 @@ def main(argv: list[str] | None = None) -> int:
         elif not args.skip_live:
             (work / "home").mkdir(exist_ok=True)
             spool, state = work / "spool-0", work / "state-0"
-            run_measured([aw, "sentinel", "token-ledger", "--once", "--spool-dir", str(spool),
-                          "--state-dir", str(state)], clean_env(work / "home", root),
-                         work / "once.out", work / "once.err", args.timeout)
+            run_measured(
+                [
+                    aw,
+                    "sentinel",
+                    "token-ledger",
+                    "--once",
+                    "--spool-dir",
+                    str(spool),
+                    "--state-dir",
+                    str(state),
+                ],
+                clean_env(work / "home", root),
+                work / "once.out",
+                work / "once.err",
+                args.timeout,
+            )
         if not args.skip_live:
-            print("(b) live latency" + (" and (c) idle" if args.idle_seconds > 0 else ""),
-                  flush=True)
+            print(
+                "(b) live latency" + (" and (c) idle" if args.idle_seconds > 0 else ""), flush=True
+            )
             res["live"] = live_and_idle(args, root, work, aw, spool, state)
             lv = res["live"]["live"]
             ok = ok and lv["missed"] == 0 and lv["final_total_ok"]
@@ -629,13 +773,10 @@ def main(argv: list[str] | None = None) -> int:
         if not args.work_dir:
             shutil.rmtree(work, ignore_errors=True)
     measured: dict[str, float | None] = {
-        "backfill_wall_ratio": res.get("backfill", {}).get("ratios", {}).get(
-            "backfill_wall_ratio"),
-        "backfill_rss_ratio": res.get("backfill", {}).get("ratios", {}).get(
-            "backfill_rss_ratio"),
+        "backfill_wall_ratio": res.get("backfill", {}).get("ratios", {}).get("backfill_wall_ratio"),
+        "backfill_rss_ratio": res.get("backfill", {}).get("ratios", {}).get("backfill_rss_ratio"),
         "live_p99_seconds": res.get("live", {}).get("live", {}).get("p99_s"),
-        "live_cpu_ms_per_line": res.get("live", {}).get("live", {}).get(
-            "sentinel_cpu_ms_per_line"),
+        "live_cpu_ms_per_line": res.get("live", {}).get("live", {}).get("sentinel_cpu_ms_per_line"),
         "idle_cpu_percent": res.get("live", {}).get("idle", {}).get("sentinel_cpu_percent"),
     }
     res["summary"] = {k: {"value": v, "verdict": verdict(k, v)} for k, v in measured.items()}

@@ -97,13 +97,12 @@ def main() -> int:
         )
         spool_dir, state_dir = folder / "spool", folder / "state"
         config = folder / "config.yaml"
-        lines = ["sentinels:", "  resources:"]
+        lines = [f"agents: {{tmux_sockets: [{sock}]}}"] if sock else []
+        lines += ["sentinels:", "  resources:"]
         if args.interval:
             lines.append(f"    interval: {args.interval}")
-        if sock:
-            lines.append(f"    tmux_sockets: [{sock}]")
         config.write_text("\n".join(lines) + "\n")
-        command = [sys.executable, "-m", "agentwatch.exporter.cli", "--config", str(config)]
+        command = [sys.executable, "-m", "agentwatch.cli", "--config", str(config)]
         command += ["sentinel", "resources", "--spool-dir", str(spool_dir)]
         command += ["--state-dir", str(state_dir)]
         sentinel = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)

@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     throttle = f"http://{values['controller']['listen']}/throttle"
     env = dict(os.environ, HOME=str(work / "home"))
     env.pop("CLAUDE_CONFIG_DIR", None)
-    command = [sys.executable, "-m", "agentwatch.exporter.cli", "--config",
+    command = [sys.executable, "-m", "agentwatch.cli", "--config",
                str(work / "config.yaml"), "up", "--demo", "--state-dir", str(work / "state"),
                "--spool-dir", str(work / "spool")]  # fmt: skip
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)

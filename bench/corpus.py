@@ -59,8 +59,9 @@ SYNTHETIC = "<synthetic>"
 
 # $ per million tokens: input, output, 5-minute cache write, cache read, the same above 200k
 # tokens of a class in one entry (None: no tier), fast-mode multiplier. ccusage 20.0.24 offline.
-PRICES: dict[str, tuple[float, float, float, float, tuple[float, float, float, float] | None,
-                        float]] = {
+PRICES: dict[
+    str, tuple[float, float, float, float, tuple[float, float, float, float] | None, float]
+] = {
     "claude-sonnet-4-5-20250929": (3.0, 15.0, 3.75, 0.30, (6.0, 22.5, 7.5, 0.60), 1.0),
     "claude-sonnet-4-6": (3.0, 15.0, 3.75, 0.30, None, 1.0),
     "claude-opus-4-5-20251101": (5.0, 25.0, 6.25, 0.50, None, 1.0),
@@ -93,15 +94,44 @@ SYNTHETIC_TEXTS = (
 )
 
 PROJECT_NAMES = (
-    "agentwatch", "billing-api", "web-frontend", "infra", "ml-pipeline", "docs-site", "cli-tools",
-    "mobile-app", "data-warehouse", "auth-service", "search", "payments", "my_app.v2", "scratch",
-    "notebooks", "k8s-manifests", "game-engine", "compiler", "blog", "dotfiles",
+    "agentwatch",
+    "billing-api",
+    "web-frontend",
+    "infra",
+    "ml-pipeline",
+    "docs-site",
+    "cli-tools",
+    "mobile-app",
+    "data-warehouse",
+    "auth-service",
+    "search",
+    "payments",
+    "my_app.v2",
+    "scratch",
+    "notebooks",
+    "k8s-manifests",
+    "game-engine",
+    "compiler",
+    "blog",
+    "dotfiles",
 )
 BRANCHES = ("main", "main", "main", "develop", "feature/ledger", "fix/retry-429", "HEAD")
 VERSIONS = ("2.0.14", "2.0.28", "2.0.37", "2.0.55", "2.1.3", "2.1.12")
 OLD_VERSIONS = ("1.0.51", "1.0.72")
-TOOLS = ("Read", "Read", "Read", "Bash", "Bash", "Grep", "Edit", "Edit", "Write", "Glob",
-         "WebFetch", "TodoWrite")
+TOOLS = (
+    "Read",
+    "Read",
+    "Read",
+    "Bash",
+    "Bash",
+    "Grep",
+    "Edit",
+    "Edit",
+    "Write",
+    "Glob",
+    "WebFetch",
+    "TodoWrite",
+)
 
 _B62 = string.ascii_letters + string.digits
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
@@ -159,8 +189,16 @@ def slug_of(cwd: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "-", cwd)
 
 
-def entry_cost(model: str, inp: int, out: int, cc5: int, cc1h: int, cr: int,
-               fast: bool = False, cost_usd: float | None = None) -> float:
+def entry_cost(
+    model: str,
+    inp: int,
+    out: int,
+    cc5: int,
+    cc1h: int,
+    cr: int,
+    fast: bool = False,
+    cost_usd: float | None = None,
+) -> float:
     """The cost ccusage (mode auto, offline) gives one entry."""
     if cost_usd is not None:
         return cost_usd
@@ -175,14 +213,19 @@ def entry_cost(model: str, inp: int, out: int, cc5: int, cc1h: int, cr: int,
         return TIER * base + (n - TIER) * above
 
     t_in, t_out, t_cw, t_cr = tier if tier else (None, None, None, None)
-    cost = (part(inp, p_in, t_in) + part(out, p_out, t_out) + part(cc5, p_cw, t_cw)
-            + part(cc1h, 2 * p_in, 2 * t_in if t_in is not None else None)
-            + part(cr, p_cr, t_cr)) / 1e6
+    cost = (
+        part(inp, p_in, t_in)
+        + part(out, p_out, t_out)
+        + part(cc5, p_cw, t_cw)
+        + part(cc1h, 2 * p_in, 2 * t_in if t_in is not None else None)
+        + part(cr, p_cr, t_cr)
+    ) / 1e6
     return cost * fast_mult if fast else cost
 
 
 # --------------------------------------------------------------------------------------------
 # The expected result: ccusage's dedup rules applied to every valid entry the generator writes.
+
 
 @dataclass
 class _Kept:
@@ -210,8 +253,16 @@ class Expected:
             return new.cost > old.cost
         return new.has_speed and not old.has_speed
 
-    def add(self, mid: str, rid: str | None, sidechain: bool, tokens: tuple[int, int, int, int],
-            model: str, cost: float, has_speed: bool = False) -> None:
+    def add(
+        self,
+        mid: str,
+        rid: str | None,
+        sidechain: bool,
+        tokens: tuple[int, int, int, int],
+        model: str,
+        cost: float,
+        has_speed: bool = False,
+    ) -> None:
         self.entries += 1
         kept = _Kept(sum(tokens), cost, has_speed, tokens, model)
         if sidechain:
@@ -248,26 +299,104 @@ class Expected:
             "totalCost": cost,
             "entriesWritten": self.entries,
             "entriesCounted": len(kept),
-            "byModel": {m: dict(zip(("input", "output", "cache_creation", "cache_read"), v,
-                                    strict=True)) for m, v in sorted(by_model.items())},
+            "byModel": {
+                m: dict(zip(("input", "output", "cache_creation", "cache_read"), v, strict=True))
+                for m, v in sorted(by_model.items())
+            },
         }
 
 
 # --------------------------------------------------------------------------------------------
 # Text
 
+
 class TextPool:
     """A few MB of seeded prose and code; text is cut from it at random offsets."""
 
     def __init__(self, rng: random.Random, size: int = 3 << 20):
-        syll = ("ka", "to", "ri", "mem", "ser", "vo", "lin", "dex", "qu", "an", "tor", "py", "js",
-                "on", "ex", "ba", "cor", "fil", "te", "ra", "st", "ng", "re", "ad", "ch", "ed")
+        syll = (
+            "ka",
+            "to",
+            "ri",
+            "mem",
+            "ser",
+            "vo",
+            "lin",
+            "dex",
+            "qu",
+            "an",
+            "tor",
+            "py",
+            "js",
+            "on",
+            "ex",
+            "ba",
+            "cor",
+            "fil",
+            "te",
+            "ra",
+            "st",
+            "ng",
+            "re",
+            "ad",
+            "ch",
+            "ed",
+        )
         words = ["".join(rng.choices(syll, k=rng.randint(1, 4))) for _ in range(3000)]
-        words += ["the", "a", "to", "of", "and", "in", "is", "for", "return", "def", "class",
-                  "import", "self", "None", "True", "const", "let", "function", "=>", "{", "}",
-                  "(", ")", "==", "!=", "+=", "//", "#", "if", "else", "await", "async"]
-        extra = ["é", "ü", "—", "→", "中文", "🙂", "\\", '"', "'", "\t", "`", "<div>", "</div>",
-                 "&amp;", "\u00a0", "C:\\Users\\x", "${HOME}", "\\n"]
+        words += [
+            "the",
+            "a",
+            "to",
+            "of",
+            "and",
+            "in",
+            "is",
+            "for",
+            "return",
+            "def",
+            "class",
+            "import",
+            "self",
+            "None",
+            "True",
+            "const",
+            "let",
+            "function",
+            "=>",
+            "{",
+            "}",
+            "(",
+            ")",
+            "==",
+            "!=",
+            "+=",
+            "//",
+            "#",
+            "if",
+            "else",
+            "await",
+            "async",
+        ]
+        extra = [
+            "é",
+            "ü",
+            "—",
+            "→",
+            "中文",
+            "🙂",
+            "\\",
+            '"',
+            "'",
+            "\t",
+            "`",
+            "<div>",
+            "</div>",
+            "&amp;",
+            "\u00a0",
+            "C:\\Users\\x",
+            "${HOME}",
+            "\\n",
+        ]
         parts: list[str] = []
         n = 0
         while n < size:
@@ -291,7 +420,7 @@ class TextPool:
             start = rng.randrange(size)
             return (self.text[start:] + self.text * reps)[:n]
         start = rng.randrange(size - n)
-        return self.text[start:start + n]
+        return self.text[start : start + n]
 
     def words(self, rng: random.Random, n: int) -> str:
         return " ".join(self.take(rng, n * 7).split()[:n]) or "ok"
@@ -300,12 +429,27 @@ class TextPool:
 # --------------------------------------------------------------------------------------------
 # Lines
 
-def session_line(*, cwd: str, session_id: str, message_id: str, request_id: str | None,
-                 model: str, usage: dict[str, Any], content: list[dict[str, Any]],
-                 timestamp: str, uuid: str, parent_uuid: str | None = None,
-                 version: str = "2.0.37", git_branch: str = "main", is_sidechain: bool = False,
-                 agent_id: str | None = None, stop_reason: str | None = "end_turn",
-                 cost_usd: float | None = None, api_error: bool = False) -> str:
+
+def session_line(
+    *,
+    cwd: str,
+    session_id: str,
+    message_id: str,
+    request_id: str | None,
+    model: str,
+    usage: dict[str, Any],
+    content: list[dict[str, Any]],
+    timestamp: str,
+    uuid: str,
+    parent_uuid: str | None = None,
+    version: str = "2.0.37",
+    git_branch: str = "main",
+    is_sidechain: bool = False,
+    agent_id: str | None = None,
+    stop_reason: str | None = "end_turn",
+    cost_usd: float | None = None,
+    api_error: bool = False,
+) -> str:
     """One assistant transcript line (compact JSON, no newline), keys in Claude Code's order."""
     line: dict[str, Any] = {
         "parentUuid": parent_uuid,
@@ -340,16 +484,26 @@ def session_line(*, cwd: str, session_id: str, message_id: str, request_id: str 
     return dumps(line)
 
 
-def make_usage(inp: int, out: int, cc5: int, cc1h: int, cr: int, *, cache_object: bool = True,
-               speed: str | None = None) -> dict[str, Any]:
+def make_usage(
+    inp: int,
+    out: int,
+    cc5: int,
+    cc1h: int,
+    cr: int,
+    *,
+    cache_object: bool = True,
+    speed: str | None = None,
+) -> dict[str, Any]:
     usage: dict[str, Any] = {
         "input_tokens": inp,
         "cache_creation_input_tokens": cc5 + cc1h,
         "cache_read_input_tokens": cr,
     }
     if cache_object:
-        usage["cache_creation"] = {"ephemeral_5m_input_tokens": cc5,
-                                   "ephemeral_1h_input_tokens": cc1h}
+        usage["cache_creation"] = {
+            "ephemeral_5m_input_tokens": cc5,
+            "ephemeral_1h_input_tokens": cc1h,
+        }
     usage["output_tokens"] = out
     usage["service_tier"] = "standard"
     if speed is not None:
@@ -366,12 +520,18 @@ def usage_tokens(usage: dict[str, Any]) -> tuple[int, int, int, int, int]:
     else:
         cc1h = 0
         cc = int(usage.get("cache_creation_input_tokens", 0))
-    return (int(usage["input_tokens"]), int(usage["output_tokens"]), cc,
-            int(usage.get("cache_read_input_tokens", 0)), cc1h)
+    return (
+        int(usage["input_tokens"]),
+        int(usage["output_tokens"]),
+        cc,
+        int(usage.get("cache_read_input_tokens", 0)),
+        cc1h,
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # Generation
+
 
 @dataclass
 class Stats:
@@ -478,8 +638,11 @@ class _Session:
 
     # -- line kinds
     def summary(self, w: _Writer) -> None:
-        line = {"type": "summary", "summary": self.pool.words(self.rng, self.rng.randint(4, 10)),
-                "leafUuid": new_uuid(self.rng)}
+        line = {
+            "type": "summary",
+            "summary": self.pool.words(self.rng, self.rng.randint(4, 10)),
+            "leafUuid": new_uuid(self.rng),
+        }
         w.write("summary", dumps(line))
 
     def snapshot(self, w: _Writer, files: int, kind: str = "file-history-snapshot") -> None:
@@ -490,11 +653,17 @@ class _Session:
         base = self.cwd
         for i in range(files):
             path = f"{base}/{self.pool.words(rng, 2).replace(' ', '/')}/{i}_{b62(rng, 6)}.py"
-            backups[path] = {"backupFileName": f"{b62(rng, 16)}@v{rng.randint(1, 9)}",
-                             "version": rng.randint(1, 9), "backupTime": ts}
-        line = {"type": "file-history-snapshot", "messageId": mid,
-                "snapshot": {"messageId": mid, "trackedFileBackups": backups, "timestamp": ts},
-                "isSnapshotUpdate": rng.random() < 0.3}
+            backups[path] = {
+                "backupFileName": f"{b62(rng, 16)}@v{rng.randint(1, 9)}",
+                "version": rng.randint(1, 9),
+                "backupTime": ts,
+            }
+        line = {
+            "type": "file-history-snapshot",
+            "messageId": mid,
+            "snapshot": {"messageId": mid, "trackedFileBackups": backups, "timestamp": ts},
+            "isSnapshotUpdate": rng.random() < 0.3,
+        }
         w.write(kind, dumps(line))
 
     def user_prompt(self, w: _Writer, text: str | None = None) -> None:
@@ -502,8 +671,14 @@ class _Session:
         if text is None:
             text = self.pool.take(rng, int(rng.lognormvariate(math.log(400), 0.9)) + 20)
         line = self.header()
-        line.update({"type": "user", "message": {"role": "user", "content": text},
-                     "uuid": self.uuid(), "timestamp": self.tick(2_000, 120_000)})
+        line.update(
+            {
+                "type": "user",
+                "message": {"role": "user", "content": text},
+                "uuid": self.uuid(),
+                "timestamp": self.tick(2_000, 120_000),
+            }
+        )
         if not self.sidechain:
             line["thinkingMetadata"] = {"level": "high", "disabled": False, "triggers": []}
             line["permissionMode"] = "acceptEdits"
@@ -519,32 +694,49 @@ class _Session:
         cc1h = self.rng.randint(0, cc)
         return cc - cc1h, cc1h
 
-    def _make_usage(self, inp: int, out: int, cc: int | tuple[int, int],
-                    cr: int) -> dict[str, Any]:
+    def _make_usage(self, inp: int, out: int, cc: int | tuple[int, int], cr: int) -> dict[str, Any]:
         cc5, cc1h = self._split(cc) if isinstance(cc, int) else cc
-        return make_usage(inp, out, cc5, cc1h, cr, cache_object=self.cache_object,
-                          speed="fast" if self.fast else None)
+        return make_usage(
+            inp,
+            out,
+            cc5,
+            cc1h,
+            cr,
+            cache_object=self.cache_object,
+            speed="fast" if self.fast else None,
+        )
 
-    def _record(self, mid: str, rid: str | None, sidechain: bool, usage: dict[str, Any],
-                model: str, cost_usd: float | None) -> None:
+    def _record(
+        self,
+        mid: str,
+        rid: str | None,
+        sidechain: bool,
+        usage: dict[str, Any],
+        model: str,
+        cost_usd: float | None,
+    ) -> None:
         inp, out, cc, cr, cc1h = usage_tokens(usage)
         fast = usage.get("speed") == "fast"
         cost = entry_cost(model, inp, out, cc - cc1h, cc1h, cr, fast, cost_usd)
-        self.expected.add(mid, rid, sidechain, (inp, out, cc, cr), model, cost,
-                          "speed" in usage)
+        self.expected.add(mid, rid, sidechain, (inp, out, cc, cr), model, cost, "speed" in usage)
 
     def _content_blocks(self, tools: list[tuple[str, str]]) -> list[dict[str, Any]]:
         rng = self.rng
         blocks: list[dict[str, Any]] = []
         if rng.random() < 0.35:
-            blocks.append({"type": "thinking",
-                           "thinking": self.pool.take(rng, rng.randint(200, 1500)),
-                           "signature": "Eq" + b62(rng, rng.randint(300, 1200))})
+            blocks.append(
+                {
+                    "type": "thinking",
+                    "thinking": self.pool.take(rng, rng.randint(200, 1500)),
+                    "signature": "Eq" + b62(rng, rng.randint(300, 1200)),
+                }
+            )
         if not tools or rng.random() < 0.6:
             blocks.append({"type": "text", "text": self.pool.take(rng, rng.randint(60, 1800))})
         for tool_id, name in tools:
-            blocks.append({"type": "tool_use", "id": tool_id, "name": name,
-                           "input": self._tool_input(name)})
+            blocks.append(
+                {"type": "tool_use", "id": tool_id, "name": name, "input": self._tool_input(name)}
+            )
         return blocks
 
     def _tool_input(self, name: str) -> dict[str, Any]:
@@ -553,25 +745,46 @@ class _Session:
         if name == "Read":
             return {"file_path": path}
         if name == "Bash":
-            return {"command": f"cd {self.cwd} && pytest -q -k {b62(rng, 6)}",
-                    "description": self.pool.words(rng, 5)}
+            return {
+                "command": f"cd {self.cwd} && pytest -q -k {b62(rng, 6)}",
+                "description": self.pool.words(rng, 5),
+            }
         if name == "Grep":
-            return {"pattern": self.pool.words(rng, 1), "path": self.cwd,
-                    "output_mode": "content", "-n": True}
+            return {
+                "pattern": self.pool.words(rng, 1),
+                "path": self.cwd,
+                "output_mode": "content",
+                "-n": True,
+            }
         if name in ("Edit", "Write"):
-            return {"file_path": path, "old_string": self.pool.take(rng, rng.randint(40, 600)),
-                    "new_string": self.pool.take(rng, rng.randint(40, 900))}
+            return {
+                "file_path": path,
+                "old_string": self.pool.take(rng, rng.randint(40, 600)),
+                "new_string": self.pool.take(rng, rng.randint(40, 900)),
+            }
         if name == "Glob":
             return {"pattern": "**/*.py"}
         if name == "WebFetch":
-            return {"url": f"https://docs.example.com/{b62(rng, 8)}",
-                    "prompt": self.pool.words(rng, 8)}
+            return {
+                "url": f"https://docs.example.com/{b62(rng, 8)}",
+                "prompt": self.pool.words(rng, 8),
+            }
         if name == "Task":
-            return {"description": self.pool.words(rng, 4),
-                    "prompt": self.pool.take(rng, rng.randint(200, 1500)),
-                    "subagent_type": "general-purpose"}
-        return {"todos": [{"content": self.pool.words(rng, 6), "status": "pending",
-                           "activeForm": self.pool.words(rng, 3)} for _ in range(3)]}
+            return {
+                "description": self.pool.words(rng, 4),
+                "prompt": self.pool.take(rng, rng.randint(200, 1500)),
+                "subagent_type": "general-purpose",
+            }
+        return {
+            "todos": [
+                {
+                    "content": self.pool.words(rng, 6),
+                    "status": "pending",
+                    "activeForm": self.pool.words(rng, 3),
+                }
+                for _ in range(3)
+            ]
+        }
 
     def _next_usage(self) -> tuple[int, int, int, int]:
         rng = self.rng
@@ -586,8 +799,9 @@ class _Session:
         self.context += cc + out
         return inp, out, cc, cr
 
-    def response(self, w: _Writer, tools: list[tuple[str, str]], *,
-                 sidechain_rid: bool = False) -> _Response:
+    def response(
+        self, w: _Writer, tools: list[tuple[str, str]], *, sidechain_rid: bool = False
+    ) -> _Response:
         """One API response: one line per content block, sharing message.id and requestId."""
         rng = self.rng
         mid = new_message_id(rng)
@@ -601,19 +815,31 @@ class _Session:
         for i, block in enumerate(blocks):
             last = i == len(blocks) - 1
             partial_out = out if last else rng.randint(1, max(1, out // 4))
-            usage = final if last else self._make_usage(inp, min(partial_out, out - 1) or 1,
-                                                        split, cr)
+            usage = (
+                final if last else self._make_usage(inp, min(partial_out, out - 1) or 1, split, cr)
+            )
             cost_usd = None
             if self.cost_usd:
                 i_, o_, c_, r_, h_ = usage_tokens(usage)
                 cost_usd = round(entry_cost(self.model, i_, o_, c_ - h_, h_, r_), 8)
             text = session_line(
-                cwd=self.cwd, session_id=self.session_id, message_id=mid, request_id=rid,
-                model=self.model, usage=usage, content=[block], timestamp=ts, uuid=self.uuid(),
-                parent_uuid=self.parent, version=self.version, git_branch=self.branch,
-                is_sidechain=self.sidechain, agent_id=self.agent_id,
+                cwd=self.cwd,
+                session_id=self.session_id,
+                message_id=mid,
+                request_id=rid,
+                model=self.model,
+                usage=usage,
+                content=[block],
+                timestamp=ts,
+                uuid=self.uuid(),
+                parent_uuid=self.parent,
+                version=self.version,
+                git_branch=self.branch,
+                is_sidechain=self.sidechain,
+                agent_id=self.agent_id,
                 stop_reason=("tool_use" if tools else "end_turn") if last else None,
-                cost_usd=cost_usd)
+                cost_usd=cost_usd,
+            )
             w.write("assistant_sidechain" if self.sidechain else "assistant", text)
             lines.append(text)
             self._record(mid, rid, self.sidechain, usage, self.model, cost_usd)
@@ -630,20 +856,34 @@ class _Session:
     def api_error(self, w: _Writer) -> None:
         rng = self.rng
         idx = rng.choices((0, 1, 2), weights=(6, 3, 1))[0]
-        usage = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0,
-                 "cache_read_input_tokens": 0,
-                 "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
-                 "service_tier": None,
-                 "cache_creation": {"ephemeral_1h_input_tokens": 0,
-                                    "ephemeral_5m_input_tokens": 0}}
+        usage = {
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+            "service_tier": None,
+            "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
+        }
         mid = new_uuid(rng)
         text = session_line(
-            cwd=self.cwd, session_id=self.session_id, message_id=mid, request_id=None,
-            model=SYNTHETIC, usage=usage,
+            cwd=self.cwd,
+            session_id=self.session_id,
+            message_id=mid,
+            request_id=None,
+            model=SYNTHETIC,
+            usage=usage,
             content=[{"type": "text", "text": SYNTHETIC_TEXTS[idx]}],
-            timestamp=self.tick(500, 30_000), uuid=self.uuid(), parent_uuid=self.parent,
-            version=self.version, git_branch=self.branch, is_sidechain=self.sidechain,
-            agent_id=self.agent_id, stop_reason="stop_sequence", api_error=True)
+            timestamp=self.tick(500, 30_000),
+            uuid=self.uuid(),
+            parent_uuid=self.parent,
+            version=self.version,
+            git_branch=self.branch,
+            is_sidechain=self.sidechain,
+            agent_id=self.agent_id,
+            stop_reason="stop_sequence",
+            api_error=True,
+        )
         w.write("api_error", text)
         self._record(mid, None, self.sidechain, usage, SYNTHETIC, None)
         name = ("overloaded_529", "rate_limit_429", "usage_limit")[idx]
@@ -652,21 +892,36 @@ class _Session:
     def bad_line(self, w: _Writer) -> None:
         rng = self.rng
         kind = rng.choice(BAD_KINDS)
-        usage = self._make_usage(rng.randint(1, 50), rng.randint(10, 500), rng.randint(0, 900),
-                                 self.context)
+        usage = self._make_usage(
+            rng.randint(1, 50), rng.randint(10, 500), rng.randint(0, 900), self.context
+        )
         block: dict[str, Any] = {"type": "text", "text": self.pool.take(rng, 300)}
         if kind == "nested_null":
-            block = {"type": "tool_use", "id": None, "name": "Read",
-                     "input": {"file_path": self.cwd + "/x.py"}}
+            block = {
+                "type": "tool_use",
+                "id": None,
+                "name": "Read",
+                "input": {"file_path": self.cwd + "/x.py"},
+            }
         ts = self.tick(100, 2_000)
         if kind == "ts_microseconds":
             ts = ts[:-1] + f"{rng.randint(0, 999):03d}Z"
         text = session_line(
-            cwd=self.cwd, session_id=self.session_id, message_id=new_message_id(rng),
-            request_id=new_request_id(rng), model=self.model, usage=usage, content=[block],
-            timestamp=ts, uuid=new_uuid(rng), parent_uuid=self.parent,
-            version="2.0" if kind == "bad_version" else self.version, git_branch=self.branch,
-            is_sidechain=self.sidechain, agent_id=self.agent_id)
+            cwd=self.cwd,
+            session_id=self.session_id,
+            message_id=new_message_id(rng),
+            request_id=new_request_id(rng),
+            model=self.model,
+            usage=usage,
+            content=[block],
+            timestamp=ts,
+            uuid=new_uuid(rng),
+            parent_uuid=self.parent,
+            version="2.0" if kind == "bad_version" else self.version,
+            git_branch=self.branch,
+            is_sidechain=self.sidechain,
+            agent_id=self.agent_id,
+        )
         if kind == "truncated":
             cut = text.index('"usage":{') + 20
             text = text[: rng.randint(cut, len(text) - 2)]
@@ -688,9 +943,16 @@ class _Session:
         if name == "Read":
             text = self.pool.take(rng, size // 2)
             content: Any = text
-            result = {"type": "text", "file": {"filePath": path, "content": text,
-                                               "numLines": text.count("\n") + 1, "startLine": 1,
-                                               "totalLines": text.count("\n") + 1}}
+            result = {
+                "type": "text",
+                "file": {
+                    "filePath": path,
+                    "content": text,
+                    "numLines": text.count("\n") + 1,
+                    "startLine": 1,
+                    "totalLines": text.count("\n") + 1,
+                },
+            }
         elif name == "Bash":
             text = self.pool.take(rng, size // 2)
             content = text
@@ -699,41 +961,83 @@ class _Session:
             original = self.pool.take(rng, int(size * 0.8))
             content = f"The file {path} has been updated. Here's the result of running `cat -n`"
             content += " on a snippet of the edited file:\n" + self.pool.take(rng, size // 10)
-            result = {"filePath": path, "oldString": self.pool.take(rng, 200),
-                      "newString": self.pool.take(rng, 300), "originalFile": original,
-                      "structuredPatch": [{"oldStart": 10, "oldLines": 6, "newStart": 10,
-                                           "newLines": 8,
-                                           "lines": self.pool.take(rng, 600).split("\n")}],
-                      "userModified": False, "replaceAll": False}
+            result = {
+                "filePath": path,
+                "oldString": self.pool.take(rng, 200),
+                "newString": self.pool.take(rng, 300),
+                "originalFile": original,
+                "structuredPatch": [
+                    {
+                        "oldStart": 10,
+                        "oldLines": 6,
+                        "newStart": 10,
+                        "newLines": 8,
+                        "lines": self.pool.take(rng, 600).split("\n"),
+                    }
+                ],
+                "userModified": False,
+                "replaceAll": False,
+            }
         elif name == "Glob":
             names = [f"{self.cwd}/{b62(rng, 8)}/{b62(rng, 10)}.py" for _ in range(size // 120)]
             content = "\n".join(names)
-            result = {"filenames": names, "durationMs": rng.randint(3, 300),
-                      "numFiles": len(names), "truncated": False}
+            result = {
+                "filenames": names,
+                "durationMs": rng.randint(3, 300),
+                "numFiles": len(names),
+                "truncated": False,
+            }
         else:
             text = self.pool.take(rng, size // 2)
             content = [{"type": "text", "text": text}]
-            result = {"mode": "content", "numFiles": rng.randint(1, 40), "filenames": [],
-                      "content": text, "numLines": text.count("\n") + 1}
+            result = {
+                "mode": "content",
+                "numFiles": rng.randint(1, 40),
+                "filenames": [],
+                "content": text,
+                "numLines": text.count("\n") + 1,
+            }
         line = self.header()
-        line.update({"type": "user",
-                     "message": {"role": "user", "content": [
-                         {"tool_use_id": tool_id, "type": "tool_result", "content": content,
-                          "is_error": rng.random() < 0.03}]},
-                     "uuid": self.uuid(), "timestamp": self.tick(50, 30_000),
-                     "toolUseResult": result})
+        line.update(
+            {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {
+                            "tool_use_id": tool_id,
+                            "type": "tool_result",
+                            "content": content,
+                            "is_error": rng.random() < 0.03,
+                        }
+                    ],
+                },
+                "uuid": self.uuid(),
+                "timestamp": self.tick(50, 30_000),
+                "toolUseResult": result,
+            }
+        )
         data = dumps(line)
         w.write("tool_result", data)
         self.pending_cache += len(data) // 8
 
     def hook_progress(self, w: _Writer, tool_id: str, name: str) -> None:
         line = self.header()
-        line.update({"type": "progress",
-                     "data": {"type": "hook_progress", "hookEvent": "PostToolUse",
-                              "hookName": f"PostToolUse:{name}",
-                              "command": "~/.claude/hooks/format.sh"},
-                     "parentToolUseID": tool_id, "toolUseID": tool_id,
-                     "timestamp": self.tick(10, 500), "uuid": self.uuid()})
+        line.update(
+            {
+                "type": "progress",
+                "data": {
+                    "type": "hook_progress",
+                    "hookEvent": "PostToolUse",
+                    "hookName": f"PostToolUse:{name}",
+                    "command": "~/.claude/hooks/format.sh",
+                },
+                "parentToolUseID": tool_id,
+                "toolUseID": tool_id,
+                "timestamp": self.tick(10, 500),
+                "uuid": self.uuid(),
+            }
+        )
         w.write("progress_hook", dumps(line))
 
     def task(self, w: _Writer, tool_id: str) -> None:
@@ -742,19 +1046,37 @@ class _Session:
         agent_id, responses = self.pending_agents.pop(0)
         for r in responses:
             line = self.header()
-            line.update({
-                "type": "progress",
-                "data": {"message": {"type": "assistant",
-                                     "message": {"model": r.model, "id": r.message_id,
-                                                 "type": "message", "role": "assistant",
-                                                 "content": [r.block], "stop_reason": None,
-                                                 "stop_sequence": None, "usage": r.usage},
-                                     "requestId": r.request_id, "uuid": new_uuid(rng),
-                                     "timestamp": r.timestamp},
-                         "normalizedMessages": [], "type": "agent_progress",
-                         "prompt": self.pool.words(rng, 12), "agentId": agent_id},
-                "toolUseID": f"agent_msg_{b62(rng, 24)}", "parentToolUseID": tool_id,
-                "uuid": self.uuid(), "timestamp": self.tick(10, 3_000)})
+            line.update(
+                {
+                    "type": "progress",
+                    "data": {
+                        "message": {
+                            "type": "assistant",
+                            "message": {
+                                "model": r.model,
+                                "id": r.message_id,
+                                "type": "message",
+                                "role": "assistant",
+                                "content": [r.block],
+                                "stop_reason": None,
+                                "stop_sequence": None,
+                                "usage": r.usage,
+                            },
+                            "requestId": r.request_id,
+                            "uuid": new_uuid(rng),
+                            "timestamp": r.timestamp,
+                        },
+                        "normalizedMessages": [],
+                        "type": "agent_progress",
+                        "prompt": self.pool.words(rng, 12),
+                        "agentId": agent_id,
+                    },
+                    "toolUseID": f"agent_msg_{b62(rng, 24)}",
+                    "parentToolUseID": tool_id,
+                    "uuid": self.uuid(),
+                    "timestamp": self.tick(10, 3_000),
+                }
+            )
             w.write("progress_agent", dumps(line))
             self._record(r.message_id, r.request_id, False, r.usage, r.model, None)
         total = [0, 0, 0, 0]
@@ -764,18 +1086,34 @@ class _Session:
         last = responses[-1].usage if responses else make_usage(0, 0, 0, 0, 0)
         text = self.pool.take(rng, rng.randint(500, 6000))
         line = self.header()
-        line.update({
-            "type": "user",
-            "message": {"role": "user", "content": [
-                {"tool_use_id": tool_id, "type": "tool_result",
-                 "content": [{"type": "text", "text": text}]}]},
-            "uuid": self.uuid(), "timestamp": self.tick(1_000, 60_000),
-            # Passes ccusage's raw `"usage":{` prefilter but never counts (toolUseResult.usage).
-            "toolUseResult": {"status": "completed", "prompt": self.pool.words(rng, 20),
-                              "agentId": agent_id, "content": [{"type": "text", "text": text}],
-                              "totalDurationMs": rng.randint(5_000, 900_000),
-                              "totalTokens": sum(total), "totalToolUseCount": len(responses),
-                              "usage": last}})
+        line.update(
+            {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {
+                            "tool_use_id": tool_id,
+                            "type": "tool_result",
+                            "content": [{"type": "text", "text": text}],
+                        }
+                    ],
+                },
+                "uuid": self.uuid(),
+                "timestamp": self.tick(1_000, 60_000),
+                # Passes ccusage's raw `"usage":{` prefilter but never counts (toolUseResult.usage).
+                "toolUseResult": {
+                    "status": "completed",
+                    "prompt": self.pool.words(rng, 20),
+                    "agentId": agent_id,
+                    "content": [{"type": "text", "text": text}],
+                    "totalDurationMs": rng.randint(5_000, 900_000),
+                    "totalTokens": sum(total),
+                    "totalToolUseCount": len(responses),
+                    "usage": last,
+                },
+            }
+        )
         w.write("tool_result_task", dumps(line))
 
     def btw_replay(self, w: _Writer) -> None:
@@ -791,8 +1129,7 @@ class _Session:
                 obj["uuid"] = new_uuid(rng)
                 w.write("sidechain_replay", dumps(obj))
                 msg = obj["message"]
-                self._record(msg["id"], rid, True, msg["usage"], msg["model"],
-                             obj.get("costUSD"))
+                self._record(msg["id"], rid, True, msg["usage"], msg["model"], obj.get("costUSD"))
         saved = self.sidechain
         self.sidechain = True
         self.response(w, [])
@@ -808,8 +1145,9 @@ def _tool_size(rng: random.Random, remaining: int) -> int:
     return max(5_000, min(size, remaining))
 
 
-def _write_session(s: _Session, path: Path, budget: int, *, big_snapshot: int = 0,
-                   subagent: bool = False) -> int:
+def _write_session(
+    s: _Session, path: Path, budget: int, *, big_snapshot: int = 0, subagent: bool = False
+) -> int:
     """Write one transcript of about `budget` bytes; returns the bytes written."""
     rng = s.rng
     w = _Writer(path, s.stats)
@@ -818,8 +1156,7 @@ def _write_session(s: _Session, path: Path, budget: int, *, big_snapshot: int = 
             for _ in range(rng.randint(1, 3)):
                 s.summary(w)
         big_at = int(budget * rng.uniform(0.1, 0.6)) if big_snapshot else -1
-        btw_at = int(budget * rng.uniform(0.3, 0.9)) if not subagent and rng.random() < 0.08 \
-            else -1
+        btw_at = int(budget * rng.uniform(0.3, 0.9)) if not subagent and rng.random() < 0.08 else -1
         first = True
         while first or w.bytes < budget:
             if big_at >= 0 and w.bytes >= big_at:
@@ -844,8 +1181,13 @@ def _write_session(s: _Session, path: Path, budget: int, *, big_snapshot: int = 
                 else:
                     use_task = bool(s.pending_agents) and rng.random() < 0.35
                     n = 1 if rng.random() < 0.8 else rng.randint(2, 4)
-                    tools = [("toolu_01" + b62(rng, 22), "Task" if use_task and i == 0
-                              else rng.choice(TOOLS)) for i in range(n)]
+                    tools = [
+                        (
+                            "toolu_01" + b62(rng, 22),
+                            "Task" if use_task and i == 0 else rng.choice(TOOLS),
+                        )
+                        for i in range(n)
+                    ]
                 s.response(w, tools)
                 if not tools:
                     break
@@ -872,8 +1214,14 @@ def _huge_snapshot_entries(total_bytes: int) -> tuple[int, int]:
     return count, max(1, size // 185)  # one tracked-file entry is ~185 bytes
 
 
-def generate(out_dir: str | os.PathLike[str], total_bytes: int, files: int = 2000,
-             seed: int = 1, *, progress: bool = False) -> dict[str, Any]:
+def generate(
+    out_dir: str | os.PathLike[str],
+    total_bytes: int,
+    files: int = 2000,
+    seed: int = 1,
+    *,
+    progress: bool = False,
+) -> dict[str, Any]:
     """Write a transcript tree of about `total_bytes` in `files` files under out_dir/projects.
 
     Deterministic for (total_bytes, files, seed). Returns the statistics (also written to
@@ -926,16 +1274,23 @@ def generate(out_dir: str | os.PathLike[str], total_bytes: int, files: int = 200
             model = srng.choices(list(MODELS), weights=list(MODELS.values()))[0]
             old = srng.random() < 0.05
             session = _Session(
-                rng=srng, pool=pool, expected=expected, stats=stats, cwd=cwd,
-                session_id=new_uuid(srng), model=model,
+                rng=srng,
+                pool=pool,
+                expected=expected,
+                stats=stats,
+                cwd=cwd,
+                session_id=new_uuid(srng),
+                model=model,
                 version=srng.choice(OLD_VERSIONS if old else VERSIONS),
                 branch=srng.choice(BRANCHES),
                 t_ms=BASE_MS + srng.randrange(SPAN_DAYS * 86_400_000),
-                cache_object=not old, cost_usd=old and srng.random() < 0.5,
+                cache_object=not old,
+                cost_usd=old and srng.random() < 0.5,
                 fast=model == "claude-opus-4-6" and srng.random() < 0.1,
                 long_context=model == "claude-sonnet-4-5-20250929" and srng.random() < 0.05,
                 cache_split=srng.choices(("5m", "1h", "mixed"), weights=(6, 3, 1))[0],
-                context=srng.randint(12_000, 30_000))
+                context=srng.randint(12_000, 30_000),
+            )
             used_projects.add(cwd)
         remaining = max(0, total_bytes - stats.bytes)
         budget = max(3_000, int(remaining * weights[i] / remaining_weight))
@@ -944,13 +1299,21 @@ def generate(out_dir: str | os.PathLike[str], total_bytes: int, files: int = 200
         if sub >= 0:
             agent_id = f"{session.rng.getrandbits(32):08x}"
             child = _Session(
-                rng=session.rng, pool=pool, expected=expected, stats=stats, cwd=session.cwd,
+                rng=session.rng,
+                pool=pool,
+                expected=expected,
+                stats=stats,
+                cwd=session.cwd,
                 session_id=session.session_id,
                 model=HAIKU if session.rng.random() < 0.6 else session.model,
-                version=session.version, branch=session.branch,
-                t_ms=session.t_ms + session.rng.randint(60_000, 3_600_000), sidechain=True,
-                agent_id=agent_id, cache_object=session.cache_object,
-                context=session.rng.randint(8_000, 20_000))
+                version=session.version,
+                branch=session.branch,
+                t_ms=session.t_ms + session.rng.randint(60_000, 3_600_000),
+                sidechain=True,
+                agent_id=agent_id,
+                cache_object=session.cache_object,
+                context=session.rng.randint(8_000, 20_000),
+            )
             path = slug_dir / session.session_id / "subagents" / f"agent-{agent_id}.jsonl"
             _write_session(child, path, budget, subagent=True)
             # agent_progress wrappers repeat (some of) its responses in the parent
@@ -958,18 +1321,24 @@ def generate(out_dir: str | os.PathLike[str], total_bytes: int, files: int = 200
             stats.subagent_files += 1
         else:
             path = slug_dir / f"{session.session_id}.jsonl"
-            _write_session(session, path, budget,
-                           big_snapshot=huge_entries if i in huge_files else 0)
+            _write_session(
+                session, path, budget, big_snapshot=huge_entries if i in huge_files else 0
+            )
             stats.main_files += 1
         stats.files += 1
         if progress and time.monotonic() - last_report > 5:
             last_report = time.monotonic()
-            print(f"  {stats.files}/{files} files, {stats.bytes / (1 << 20):.0f} MiB",
-                  file=sys.stderr)
+            print(
+                f"  {stats.files}/{files} files, {stats.bytes / (1 << 20):.0f} MiB", file=sys.stderr
+            )
     stats.projects = len(used_projects)
     result = {
-        "params": {"total_bytes": total_bytes, "files": files, "seed": seed,
-                   "generator_version": GENERATOR_VERSION},
+        "params": {
+            "total_bytes": total_bytes,
+            "files": files,
+            "seed": seed,
+            "generator_version": GENERATOR_VERSION,
+        },
         "files": stats.files,
         "main_files": stats.main_files,
         "subagent_files": stats.subagent_files,
@@ -978,8 +1347,10 @@ def generate(out_dir: str | os.PathLike[str], total_bytes: int, files: int = 200
         "lines": stats.lines,
         "max_line_bytes": stats.max_line_bytes,
         "responses": stats.responses,
-        "by_kind": {k: {"lines": v[0], "bytes": v[1], "share": round(v[1] / stats.bytes, 4)}
-                    for k, v in sorted(stats.by_kind.items(), key=lambda kv: -kv[1][1])},
+        "by_kind": {
+            k: {"lines": v[0], "bytes": v[1], "share": round(v[1] / stats.bytes, 4)}
+            for k, v in sorted(stats.by_kind.items(), key=lambda kv: -kv[1][1])
+        },
         "bad_lines": dict(sorted(stats.bad.items())),
         "api_errors": dict(sorted(stats.api_errors.items())),
         "expected_ccusage": expected.totals(),
@@ -999,20 +1370,34 @@ def read_manifest(out_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def ensure_corpus(out_dir: str | os.PathLike[str], total_bytes: int, files: int = 2000,
-                  seed: int = 1, *, progress: bool = False) -> tuple[dict[str, Any], bool]:
+def ensure_corpus(
+    out_dir: str | os.PathLike[str],
+    total_bytes: int,
+    files: int = 2000,
+    seed: int = 1,
+    *,
+    progress: bool = False,
+) -> tuple[dict[str, Any], bool]:
     """The manifest of a corpus with these parameters at out_dir, generating it if needed.
 
     Returns (manifest, generated). A directory this module made (manifest or an interrupted
     run's marker) is replaced when the parameters differ; anything else is left alone.
     """
     out = Path(out_dir)
-    wanted = {"total_bytes": total_bytes, "files": files, "seed": seed,
-              "generator_version": GENERATOR_VERSION}
+    wanted = {
+        "total_bytes": total_bytes,
+        "files": files,
+        "seed": seed,
+        "generator_version": GENERATOR_VERSION,
+    }
     restore_appends(out)
     manifest = read_manifest(out)
-    if manifest is not None and manifest.get("params") == wanted and \
-            not (out / GENERATING).exists() and (out / "projects").is_dir():
+    if (
+        manifest is not None
+        and manifest.get("params") == wanted
+        and not (out / GENERATING).exists()
+        and (out / "projects").is_dir()
+    ):
         return manifest, False
     if out.exists() and any(out.iterdir()):
         if manifest is None and not (out / GENERATING).exists():
@@ -1080,10 +1465,15 @@ def restore_appends(out_dir: str | os.PathLike[str]) -> int:
     return len(sizes)
 
 
-def append_response(path: str | os.PathLike[str], rng: random.Random | None = None, *,
-                    model: str | None = None, tokens: tuple[int, int, int, int] | None = None,
-                    timestamp: str | None = None,
-                    context: dict[str, Any] | None = None) -> dict[str, Any]:
+def append_response(
+    path: str | os.PathLike[str],
+    rng: random.Random | None = None,
+    *,
+    model: str | None = None,
+    tokens: tuple[int, int, int, int] | None = None,
+    timestamp: str | None = None,
+    context: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Append one new assistant response line (new message.id and requestId) to a transcript.
 
     cwd, sessionId, version, branch and model come from the file's last lines unless given in
@@ -1094,11 +1484,18 @@ def append_response(path: str | os.PathLike[str], rng: random.Random | None = No
     rng = rng or random.Random()
     ctx = context if context is not None else _tail_context(p)
     msg = ctx.get("message") if isinstance(ctx.get("message"), dict) else {}
-    model = model or (msg.get("model") if msg.get("model") not in (None, SYNTHETIC) else None) \
+    model = (
+        model
+        or (msg.get("model") if msg.get("model") not in (None, SYNTHETIC) else None)
         or "claude-sonnet-4-5-20250929"
+    )
     if tokens is None:
-        tokens = (rng.randint(1, 12), rng.randint(20, 2000), rng.randint(100, 5000),
-                  rng.randint(20_000, 150_000))
+        tokens = (
+            rng.randint(1, 12),
+            rng.randint(20, 2000),
+            rng.randint(100, 5000),
+            rng.randint(20_000, 150_000),
+        )
     inp, out, cc, cr = tokens
     usage = make_usage(inp, out, cc, 0, cr)
     mid = new_message_id(rng)
@@ -1106,14 +1503,20 @@ def append_response(path: str | os.PathLike[str], rng: random.Random | None = No
     uuid = new_uuid(rng)
     line = session_line(
         cwd=str(ctx.get("cwd", "/home/alice/work/" + p.parent.name)),
-        session_id=str(ctx.get("sessionId", p.stem)), message_id=mid, request_id=rid,
-        model=model, usage=usage,
+        session_id=str(ctx.get("sessionId", p.stem)),
+        message_id=mid,
+        request_id=rid,
+        model=model,
+        usage=usage,
         content=[{"type": "text", "text": "Done: " + b62(rng, rng.randint(40, 400))}],
-        timestamp=timestamp or iso_ms(now_ms()), uuid=uuid,
+        timestamp=timestamp or iso_ms(now_ms()),
+        uuid=uuid,
         parent_uuid=ctx.get("uuid") if isinstance(ctx.get("uuid"), str) else None,
-        version=str(ctx.get("version", "2.0.37")), git_branch=str(ctx.get("gitBranch", "main")),
+        version=str(ctx.get("version", "2.0.37")),
+        git_branch=str(ctx.get("gitBranch", "main")),
         is_sidechain=ctx.get("isSidechain") is True,
-        agent_id=ctx.get("agentId") if isinstance(ctx.get("agentId"), str) else None)
+        agent_id=ctx.get("agentId") if isinstance(ctx.get("agentId"), str) else None,
+    )
     data = (line + "\n").encode()
     fd = os.open(p, os.O_WRONLY | os.O_APPEND)
     try:
@@ -1123,9 +1526,16 @@ def append_response(path: str | os.PathLike[str], rng: random.Random | None = No
     new_ctx = dict(ctx)
     new_ctx["uuid"] = uuid
     new_ctx.setdefault("message", {"model": model})
-    return {"path": str(p), "message_id": mid, "request_id": rid, "model": model,
-            "tokens": {"input": inp, "output": out, "cache_creation": cc, "cache_read": cr},
-            "total": inp + out + cc + cr, "bytes": len(data), "context": new_ctx}
+    return {
+        "path": str(p),
+        "message_id": mid,
+        "request_id": rid,
+        "model": model,
+        "tokens": {"input": inp, "output": out, "cache_creation": cc, "cache_read": cr},
+        "total": inp + out + cc + cr,
+        "bytes": len(data),
+        "context": new_ctx,
+    }
 
 
 def transcripts(out_dir: str | os.PathLike[str]) -> Iterable[Path]:
@@ -1139,8 +1549,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", default="200M", help="total bytes, e.g. 200M, 1G (binary units)")
     ap.add_argument("--files", type=int, default=2000, help="number of .jsonl files")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--force", action="store_true",
-                    help="replace OUT_DIR if this generator made it with other parameters")
+    ap.add_argument(
+        "--force",
+        action="store_true",
+        help="replace OUT_DIR if this generator made it with other parameters",
+    )
     args = ap.parse_args(argv)
     total = parse_size(args.size)
     if args.force:

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 import requests
 
 from agentwatch.controller.web import HttpError, join, redact, request_json
-from agentwatch.exporter.config import Config, parse_duration
+from agentwatch.core.config import Config, parse_duration
 
 log = logging.getLogger("agentwatch.controller")
 

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import requests
 
 from agentwatch.controller.state import Memory, essence
-from agentwatch.exporter.log import FailureGate
+from agentwatch.core.log import FailureGate
 
 log = logging.getLogger("agentwatch.controller")
 

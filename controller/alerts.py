@@ -19,7 +19,7 @@ from typing import Any
 import requests
 
 from agentwatch.controller.web import HttpError, join, redact, request_json
-from agentwatch.exporter.log import FailureGate
+from agentwatch.core.log import FailureGate
 
 log = logging.getLogger("agentwatch.controller")
 

@@ -19,7 +19,7 @@ import requests
 from agentwatch.controller.adapters import AdapterError, Reading, count, http_session, number
 from agentwatch.controller.policy import TASK_ID
 from agentwatch.controller.web import HttpError, join, redact, request_json
-from agentwatch.exporter.log import FailureGate
+from agentwatch.core.log import FailureGate
 
 log = logging.getLogger("agentwatch.controller")
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentwatch.exporter.log import FailureGate
+from agentwatch.core.log import FailureGate
 
 ENV_VAR = "AGENTWATCH_MAX_COST_USD"
 RUN_CONFIG_KEY = "per_run_max_cost_usd"

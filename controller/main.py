@@ -13,20 +13,21 @@ import argparse
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+from prometheus_client.metrics_core import Metric
 
 from agentwatch.controller import adapters, metrics, orchestrators, policy, server, state
 from agentwatch.controller.alerts import AlertReader
 from agentwatch.controller.budget import BudgetResolver
 from agentwatch.controller.nudge import Nudger
 from agentwatch.controller.web import redact
-from agentwatch.exporter import paths
-from agentwatch.exporter.config import Config
-from agentwatch.exporter.log import FailureGate
-from agentwatch.exporter.runtime import Runner
-from agentwatch.sentinels.token_ledger.discovery import projects_roots
+from agentwatch.core import claude, paths
+from agentwatch.core.config import Config
+from agentwatch.core.log import FailureGate
+from agentwatch.core.loop import Loop, Outcome
 
 NAME = "controller"
 log = logging.getLogger("agentwatch.controller")
@@ -78,7 +79,7 @@ class Controller:
         self.budget = BudgetResolver(section["run_config_file"], float(section["budget_usd"]))
         self.memory = state.load(state_file, settings)
         self.driver = adapters.Driver(adapter, self.memory) if adapter else None
-        roots = projects_roots(configured=config.sentinel("token-ledger")["claude_config_dir"])
+        roots = claude.projects_roots(configured=config.claude_config_dirs)
         self.nudger = Nudger(section["nudge"], roots, self.memory)
         self.board = server.Board()
         self.view = metrics.View(
@@ -128,7 +129,7 @@ class Controller:
             self.view.adapter_failing = self.driver.failing
             self.view.reading = self.driver.reading
         try:
-            state.write_atomic(self.state_file, state.document(public, self.memory))
+            state.write(self.state_file, state.document(public, self.memory))
         except OSError as err:
             self.write_gate.failed(err)
         else:
@@ -211,7 +212,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
     paths.ensure_dir(state_file.parent)
     controller = Controller(config, settings, urls, state_file, adapter, os.environ)
     interval = float(section["interval"])
-    runner = Runner(NAME, interval, spool_dir, lambda: metrics.families(controller.view))
+    loop = Loop(NAME, interval, spool_dir)
     once = bool(getattr(args, "once", False))
     http = None
     if not once:
@@ -225,28 +226,32 @@ def run(config: Config, args: argparse.Namespace) -> int:
             "controller: %d Alertmanager(s), adapter %s, GET %s://%s/throttle, state %s",
             len(urls),
             adapter.name if adapter else "none",
-            "https" if getattr(http, "tls_context", None) else "http",
+            http.scheme,
             listen,
             state_file,
         )
-        runner.stop_on_signals()
-    publish_gate = FailureGate(log, f"spool file in {spool_dir}")
+        loop.stop_on_signals()
     try:
-        while True:
-            controller.cycle()
-            try:
-                runner.publish()
-            except OSError as err:
-                publish_gate.failed(err)
-            else:
-                publish_gate.succeeded()
-            runner.heartbeat()  # systemd's READY/watchdog: the cycle ran, even if the spool failed
-            if once or runner.stopping:
-                return 0
-            runner.wait(controller.next_wake(time.time(), interval))
-            if runner.stopping:
-                return 0
+        return loop.run(_Work(controller, interval), once)
     finally:
         if http is not None:
             http.shutdown()
             http.server_close()
+
+
+class _Work:
+    """The controller as the loop's work: one read-decide-apply cycle, then its metrics."""
+
+    def __init__(self, controller: Controller, interval: float):
+        self.controller = controller
+        self.interval = interval
+
+    def cycle(self, due: bool) -> Outcome:
+        self.controller.cycle()
+        return Outcome(again_in=self.controller.next_wake(time.time(), self.interval))
+
+    def families(self) -> Iterable[Metric]:
+        return metrics.families(self.controller.view)
+
+    def close(self) -> None:
+        pass

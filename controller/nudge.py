@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -28,7 +27,8 @@ from typing import Any
 
 from agentwatch.controller.policy import NudgeTarget
 from agentwatch.controller.state import Memory
-from agentwatch.exporter.log import FailureGate
+from agentwatch.core import claude
+from agentwatch.core.log import FailureGate
 
 log = logging.getLogger("agentwatch.controller")
 
@@ -90,11 +90,6 @@ class Tmux:
         self._run("send-keys", "-t", pane, "Enter")
 
 
-def slug(cwd: str) -> str:
-    """Claude Code's project folder name for a working directory."""
-    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
-
-
 def transcript_bytes(folders: Iterable[Path]) -> int:
     """Total size of the `*.jsonl` files under the folders (symlinks not followed)."""
     total = 0
@@ -152,7 +147,7 @@ class Nudger:
     def _folders(self, path: str) -> list[Path]:
         if self.transcript_dir is not None:
             return [self.transcript_dir]
-        return [root / slug(path) for root in self.roots] if path else []
+        return [root / claude.slug(path) for root in self.roots] if path else []
 
     def _verify(self, key: str, record: dict[str, Any], now: float) -> None:
         sent_at = record.get("sent_at")

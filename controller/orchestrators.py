@@ -13,7 +13,7 @@ from typing import Any
 from agentwatch.controller.adapters import Adapter, AdapterConfigError
 from agentwatch.controller.bernstein import BernsteinAdapter
 from agentwatch.controller.hooks import CommandAdapter, WebhookAdapter
-from agentwatch.exporter.secretfiles import InsecureFileError, require_private
+from agentwatch.core.secretfiles import InsecureFileError, require_private
 
 
 def read_token(

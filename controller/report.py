@@ -7,13 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentwatch.exporter.config import Config
-
 INTERNAL = "internal"
-
-
-def state_file_of(config: Config) -> Path:
-    return config["controller"]["state_file"] or config.state_dir / "controller.json"
 
 
 def read_decision(path: Path) -> dict[str, Any] | None:
@@ -42,7 +36,7 @@ def lines(decision: dict[str, Any], path: Path, now: float | None = None) -> lis
     """Human lines for the status table."""
     now = time.time() if now is None else now
     updated = decision.get("updated_at")
-    age = f"{now - updated:.0f}s ago" if isinstance(updated, int | float) else "unknown"
+    age = f"{max(now - updated, 0.0):.0f}s ago" if isinstance(updated, int | float) else "unknown"
     gates = [
         word
         for word, on in (

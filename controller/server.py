@@ -10,18 +10,13 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from agentwatch.exporter.webconfig import (
-    Authenticator,
-    WebConfig,
-    authorized,
-    load_for,
-    make_server,
-)
+from agentwatch.core.http import Handler, Server, make_server
+from agentwatch.core.webconfig import Authenticator, WebConfig, load_for
 
 log = logging.getLogger("agentwatch.controller")
 
@@ -40,47 +35,38 @@ class Board:
         return self._current
 
 
-def make_handler(board: Board, auth: Authenticator | None = None) -> type[BaseHTTPRequestHandler]:
+def make_handler(board: Board, auth: Authenticator | None = None) -> type[Handler]:
     """Routes /throttle and /healthz; with basic auth configured both need it."""
 
-    class Handler(BaseHTTPRequestHandler):
+    class ThrottleHandler(Handler):
         server_version = "agentwatch-controller"
+        logger = log
+        extra_headers: ClassVar[Mapping[str, str]] = {"Cache-Control": "no-store"}
 
         def do_GET(self) -> None:
-            if not authorized(self, auth):
+            if not self.authorized():
                 return
             route = urlsplit(self.path).path
             if route == "/throttle":
                 ready, body = board.read()
-                self._send(200 if ready else 503, "application/json", body)
+                self.send(200 if ready else 503, "application/json", body)
             elif route == "/healthz":
                 ready, _ = board.read()
-                self._send(200 if ready else 503, "text/plain; charset=utf-8", b"ok\n")
+                self.send(200 if ready else 503, "text/plain; charset=utf-8", b"ok\n")
             else:
-                self._send(404, "text/plain; charset=utf-8", b"not found: try /throttle\n")
+                self.send_text(404, "not found: try /throttle\n")
 
-        def _send(self, status: int, content_type: str, body: bytes) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            log.debug("%s %s", self.address_string(), format % args)
-
-    return Handler
+    ThrottleHandler.auth = auth
+    return ThrottleHandler
 
 
-def start(board: Board, listen: str, web_config_file: Path | None = None) -> ThreadingHTTPServer:
+def start(board: Board, listen: str, web_config_file: Path | None = None) -> Server:
     """Bind and serve in a daemon thread; the caller shuts it down.
 
     `web_config_file` (controller.web_config_file) adds TLS and/or basic auth; a broken one
     raises WebConfigError (a ValueError) so the controller refuses to start."""
     web: WebConfig | None = load_for(web_config_file, "controller")
     auth = Authenticator(web.users) if web is not None and web.users else None
-    host, _, port = listen.rpartition(":")
-    server = make_server((host.strip("[]"), int(port)), make_handler(board, auth), web)
+    server = make_server(listen, make_handler(board, auth), web.context if web else None)
     threading.Thread(target=server.serve_forever, name="throttle-http", daemon=True).start()
     return server

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from agentwatch.controller.policy import (
     State,
     initial,
 )
+from agentwatch.core.files import write_atomic
 
 log = logging.getLogger("agentwatch.controller")
 
@@ -186,18 +186,8 @@ def document(public: dict[str, Any], memory: Memory) -> dict[str, Any]:
     }
 
 
-def write_atomic(path: Path, payload: dict[str, Any]) -> None:
-    """Write JSON to a temp file beside `path`, fsync, rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    data = json.dumps(payload, indent=2, sort_keys=True).encode() + b"\n"
-    try:
-        with open(temporary, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    finally:
-        if temporary.exists():
-            temporary.unlink()
+def write(path: Path, payload: dict[str, Any]) -> None:
+    """The state file as JSON, written atomically and durably (it is the controller's only
+    memory across restarts and what orchestrators read)."""
+    data = json.dumps(payload, indent=2, sort_keys=True) + "\n"
+    write_atomic(path, data, durable=True)

@@ -1,8 +1,1 @@
-"""Shared code of agentwatch: spool format, exporter server, config, CLI."""
-
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("agentwatch")
-except PackageNotFoundError:  # running from a source tree without install
-    __version__ = "0.0.0+unknown"
+"""The exporter: the one endpoint Prometheus scrapes (the spool merged, per-sentinel health)."""

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-CLI = [sys.executable, "-m", "agentwatch.exporter.cli"]
+CLI = [sys.executable, "-m", "agentwatch.cli"]
 
 
 @pytest.fixture

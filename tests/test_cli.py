@@ -12,7 +12,7 @@ import psutil
 import pytest
 import yaml
 
-from agentwatch.exporter.cli import SENTINELS
+from agentwatch.sentinels import registry
 from tests.conftest import CLI, free_port, local_config, run_cli, token_totals
 
 
@@ -37,7 +37,7 @@ def test_unknown_sentinel_is_refused() -> None:
 
 def test_status_reads_the_spool(workdirs: dict[str, Path], tmp_path: Path) -> None:
     config = tmp_path / "only-ledger.yaml"  # the other sentinels are not expected here
-    others = [name for name in SENTINELS if name != "token-ledger"]
+    others = [name for name in registry.sentinels() if name != "token-ledger"]
     config.write_text(yaml.safe_dump({"sentinels": {name: {"enabled": False} for name in others}}))
     spool = ["--spool-dir", str(workdirs["spool"])]
     down = run_cli("--config", str(config), "status", *spool)

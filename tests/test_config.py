@@ -7,13 +7,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentwatch.exporter import config, paths
+from agentwatch.core import config, paths
+from agentwatch.sentinels import registry
 from tests.conftest import run_cli
 
 
 def test_no_file_means_all_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
-    loaded = config.load()
+    loaded = registry.load_config()
     assert loaded.source is None
     assert loaded["exporter"]["listen"] == "127.0.0.1:9847"  # loopback by default
     assert loaded.sentinel("token-ledger")["interval"] == 60.0
@@ -23,14 +24,14 @@ def test_values_are_parsed(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(
         "exporter: {listen: '127.0.0.1:9999'}\n"
-        "sentinels:\n  token-ledger: {interval: 5m, session_ttl: 1h, "
-        "claude_config_dir: '~/a, /b'}\n"
+        "sentinels:\n  token-ledger: {interval: 5m, session_ttl: 1h}\n"
+        "claude: {config_dirs: '~/a, /b'}\n"
     )
-    loaded = config.load(path)
+    loaded = registry.load_config(path)
     settings = loaded.sentinel("token-ledger")
     assert settings["interval"] == 300.0
     assert settings["session_ttl"] == 3600.0
-    assert settings["claude_config_dir"] == [Path.home() / "a", Path("/b")]
+    assert loaded.claude_config_dirs == [Path.home() / "a", Path("/b")]
     assert loaded["exporter"]["listen"] == "127.0.0.1:9999"
 
 
@@ -53,7 +54,7 @@ def test_bad_values_are_named(tmp_path: Path, text: str, named: str) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(text)
     with pytest.raises(config.ConfigError) as caught:
-        config.load(path)
+        registry.load_config(path)
     assert any(named in problem for problem in caught.value.problems), caught.value.problems
 
 
@@ -82,7 +83,7 @@ def test_config_show_lists_every_key_and_round_trips() -> None:
         line.replace("# ", "", 1).split("    #")[0] for line in shown.stdout.splitlines()[1:]
     )
     parsed = yaml.safe_load(uncommented)
-    assert config.from_mapping(parsed).values == config.from_mapping({}).values
+    assert registry.config_from_mapping(parsed).values == registry.config_from_mapping({}).values
 
 
 def test_xdg_locations(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

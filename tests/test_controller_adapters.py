@@ -22,7 +22,7 @@ from agentwatch.controller.bernstein import BernsteinAdapter
 from agentwatch.controller.hooks import CommandAdapter, WebhookAdapter
 from agentwatch.controller.metrics import View, families
 from agentwatch.controller.policy import Settings, State
-from agentwatch.exporter.spool import render
+from agentwatch.core.spool import render
 from tests.conftest import free_port, samples
 
 S = Settings(max_agents=4, min_agents=1)
@@ -50,7 +50,7 @@ def orchestrator(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         [
             sys.executable,
             "-m",
-            "agentwatch.controller.demo_orchestrator",
+            "agentwatch.demo.orchestrator",
             "--listen",
             f"127.0.0.1:{port}",
             "--state-file",

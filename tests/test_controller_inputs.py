@@ -171,7 +171,7 @@ def test_state_file_round_trip_keeps_the_policy_memory(tmp_path: Path) -> None:
     memory = state.Memory(policy=decided)
     memory.count("decisions", "shrink", 2)
     path = tmp_path / "controller.json"
-    state.write_atomic(path, state.document(state.decision(decided, s, (9.0, "config")), memory))
+    state.write(path, state.document(state.decision(decided, s, (9.0, "config")), memory))
     loaded = state.load(path, s)
     assert loaded.policy == decided
     assert loaded.counters == {"decisions": {"shrink": 2.0}}
@@ -198,7 +198,7 @@ def test_client_reads_the_state_file_and_defaults_safely(tmp_path: Path) -> None
     now = time.time()
     public = state.decision(paused, s, (0.0, "default")) | {"paused": True, "updated_at": now}
     public["effective_max_agents"] = 0
-    state.write_atomic(path, state.document(public, state.Memory(policy=paused)))
+    state.write(path, state.document(public, state.Memory(policy=paused)))
     throttle = client.read(path, default_max_agents=2, now=now + 5)
     assert throttle.available and throttle.paused and throttle.max_agents == 3
     assert not throttle.may_spawn(running=0)

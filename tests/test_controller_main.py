@@ -15,9 +15,10 @@ from agentwatch.controller import server
 from agentwatch.controller.hooks import WebhookAdapter
 from agentwatch.controller.main import Controller, settings_from
 from agentwatch.controller.metrics import families
-from agentwatch.exporter import config, spool
-from agentwatch.exporter.server import SpoolCollector
-from agentwatch.exporter.spool import render
+from agentwatch.core import spool
+from agentwatch.core.spool import render
+from agentwatch.exporter.collector import SpoolCollector
+from agentwatch.sentinels import registry
 from tests.conftest import free_port, samples
 
 AM = "http://127.0.0.1:19193"
@@ -32,7 +33,7 @@ def alert(name: str, action: str) -> dict:
 
 
 def make(tmp_path: Path, **controller: object) -> Controller:
-    cfg = config.from_mapping(
+    cfg = registry.config_from_mapping(
         {
             "state_dir": str(tmp_path / "state"),
             "controller": {"max_agents": 4, "hold_for": 60, "alertmanagers": [AM]} | controller,
@@ -168,7 +169,7 @@ def test_a_hand_edited_memory_does_not_break_the_cycle(tmp_path: Path) -> None:
         )
     )
     hook = "http://127.0.0.1:18099/hook"
-    cfg = config.from_mapping({"controller": {"alertmanagers": [AM]}})
+    cfg = registry.config_from_mapping({"controller": {"alertmanagers": [AM]}})
     controller = Controller(
         cfg, settings_from(cfg["controller"]), [AM], tmp_path / "c.json",
         WebhookAdapter(hook, None, timeout=1), {},

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from agentwatch.controller import state
-from agentwatch.controller.nudge import Nudger, Tmux, slug, transcript_bytes
+from agentwatch.controller.nudge import Nudger, Tmux, transcript_bytes
 from agentwatch.controller.policy import NudgeTarget, State
+from agentwatch.core.claude import slug
 
 # A stand-in agent: every line typed into its pane is appended to its transcript.
 AGENT = (

@@ -14,8 +14,9 @@ import psutil
 import pytest
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily
 
-from agentwatch.exporter import spool
-from agentwatch.exporter.server import SpoolCollector, serve
+from agentwatch.core import spool
+from agentwatch.exporter.collector import SpoolCollector
+from agentwatch.exporter.server import serve
 from tests.conftest import CLI, free_port, samples
 
 

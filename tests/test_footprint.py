@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agentwatch.exporter import spool
-from agentwatch.exporter.log import FailureGate
+from agentwatch.core import spool
+from agentwatch.core.log import FailureGate
 from agentwatch.sentinels.footprint import classify
 from agentwatch.sentinels.footprint.classify import Process, SignatureError
 from agentwatch.sentinels.footprint.main import log as footprint_log

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from agentwatch.exporter import cli
+from agentwatch.cli import main as cli
 from agentwatch.sentinels.idle_error import explain, memory, resets
 from agentwatch.sentinels.idle_error.classify import (
     SUPPRESSION_REASONS,
@@ -399,8 +399,8 @@ def test_sentinel_on_a_real_tmux_server(
              f"sh -c '{claude} {FIXTURES / 'context_too_long.txt'}; exit'")  # fmt: skip
     config = tmp_path / "config.yaml"
     config.write_text(
-        "sentinels:\n  idle-error:\n"
-        f"    tmux_sockets: [{tmux.sock}]\n    settle_time: 1\n    agent_names: [claude]\n"
+        f"agents: {{tmux_sockets: [{tmux.sock}], names: [claude]}}\n"
+        "sentinels:\n  idle-error:\n    settle_time: 1\n"
     )
     time.sleep(0.3)  # let the nested pane print
 
@@ -512,7 +512,7 @@ def test_the_loop_rewrites_the_file_and_stops_on_sigterm(
     pane = tmux.pane("loop", claude, "idle_boxed.txt")
     config = tmp_path / "config.yaml"
     config.write_text(
-        f"sentinels:\n  idle-error:\n    tmux_sockets: [{tmux.sock}]\n    interval: 0.2s\n"
+        f"agents: {{tmux_sockets: [{tmux.sock}]}}\nsentinels:\n  idle-error:\n    interval: 0.2s\n"
     )
     process = subprocess.Popen(
         [*cli_command(), "--config", str(config), "sentinel", "idle-error",

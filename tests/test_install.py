@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentwatch.exporter import cli, config, install
+from agentwatch.cli import assets, install
+from agentwatch.cli import main as cli
+from agentwatch.sentinels import registry
 from tests.conftest import local_config
 
 ALERTMANAGER_YML = """\
@@ -33,12 +35,12 @@ def sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The shipped rules plus an alertmanager.yml (rules/ may not have one yet)."""
     rules = tmp_path / "rules-src"
     rules.mkdir()
-    for path in install.RULES_DIR.glob("*.rules.yml"):
+    for path in assets.rules_dir().glob("*.rules.yml"):
         shutil.copy(path, rules)
     (rules / "alertmanager.yml").write_text(ALERTMANAGER_YML)
     (rules / "templates").mkdir()
     (rules / "templates" / "agentwatch.tmpl").write_text('{{ define "x" }}x{{ end }}\n')
-    monkeypatch.setattr(install, "RULES_DIR", rules)
+    monkeypatch.setattr(assets, "rules_dir", lambda: rules)
     return rules
 
 
@@ -89,9 +91,9 @@ def test_install_writes_units_configs_and_example_config(
     assert f"ReadWritePaths={layout['config_home'].parent / 'xdg-state' / 'agentwatch'}" in sentinel
 
     # The example config: every key commented, private, and a valid (empty) config.
-    assert layout["config"].read_text() == config.defaults_as_yaml()
+    assert layout["config"].read_text() == registry.defaults_as_yaml()
     assert stat.S_IMODE(layout["config"].stat().st_mode) == 0o600
-    assert config.load(layout["config"]).source == layout["config"]
+    assert registry.load_config(layout["config"]).source == layout["config"]
 
     # Alertmanager config copied verbatim, readable by the user only.
     alertmanager = data / "alertmanager" / "alertmanager.yml"
@@ -104,7 +106,7 @@ def test_install_writes_units_configs_and_example_config(
     path = yaml.safe_load(provisioning)["providers"][0]["options"]["path"]
     assert Path(path) == data / "grafana" / "dashboards"
     assert sorted(p.name for p in Path(path).glob("*.json")) == sorted(
-        p.name for p in (install.GRAFANA_DIR / "dashboards").glob("*.json")
+        p.name for p in (assets.grafana_dir() / "dashboards").glob("*.json")
     )
 
     assert "systemctl --user daemon-reload" in out
@@ -258,5 +260,5 @@ def test_console_script_or_module_command() -> None:
     assert command[0].startswith(str(Path(sys.executable).parent))
     assert command == (str(Path(sys.executable).parent / "agentwatch"),) or command[1:] == (
         "-m",
-        "agentwatch.exporter.cli",
+        "agentwatch.cli",
     )

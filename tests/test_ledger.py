@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.metrics_core import CounterMetricFamily
 
-from agentwatch.exporter import spool
+from agentwatch.core import spool
 from agentwatch.sentinels.token_ledger.ledger import Ledger
 from agentwatch.sentinels.token_ledger.metrics import COUNTERS, ERROR_KINDS, CounterText, families
 from agentwatch.sentinels.token_ledger.pricing import PriceBook

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from agentwatch.exporter.log import FailureGate
+from agentwatch.core.log import FailureGate
 
 
 def test_failure_gate_logs_state_changes_not_attempts(caplog: pytest.LogCaptureFixture) -> None:

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from agentwatch.exporter import notify
-from agentwatch.exporter.notify import Notifier
-from agentwatch.exporter.runtime import Runner
+from agentwatch.core import notify
+from agentwatch.core.loop import Loop
+from agentwatch.core.notify import Notifier
 from tests.conftest import CLI, free_port, local_config
 
 WATCHDOG_USEC = "1000000"  # 1 s: pings due every 0.5 s
@@ -133,12 +133,28 @@ def test_a_vanished_socket_never_breaks_the_caller(tmp_path: Path) -> None:
     notifier.alive()
 
 
-# --- the Runner: pings from the loop, waits sliced ---------------------------------------
+# --- the loop: pings from its own thread, waits sliced ---------------------------------------
+
+
+class _Nothing:
+    """Work with no metrics of its own."""
+
+    def cycle(self, due: bool) -> None:
+        pass
+
+    def families(self) -> list:
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+NOTHING = _Nothing()
 
 
 def test_runner_wait_pings_every_half_period_while_idle(tmp_path: Path, listener: Listener) -> None:
-    runner = Runner("probe", 60.0, tmp_path, lambda: [], Notifier(env_for(listener)))
-    runner.publish()
+    runner = Loop("probe", 60.0, tmp_path, Notifier(env_for(listener)))
+    runner.publish(NOTHING)
     runner.wait(2.2)  # one call, as the token ledger waits for its interval
     listener.collect(0.2)
     pings = listener.pings()
@@ -148,7 +164,7 @@ def test_runner_wait_pings_every_half_period_while_idle(tmp_path: Path, listener
 
 
 def test_runner_wait_still_returns_early_when_woken(tmp_path: Path, listener: Listener) -> None:
-    runner = Runner("probe", 60.0, tmp_path, lambda: [], Notifier(env_for(listener)))
+    runner = Loop("probe", 60.0, tmp_path, Notifier(env_for(listener)))
     threading.Timer(0.7, runner.wake).start()
     started = time.monotonic()
     assert runner.wait(30) is True
@@ -157,12 +173,12 @@ def test_runner_wait_still_returns_early_when_woken(tmp_path: Path, listener: Li
 
 def test_other_threads_never_ping_for_the_loop(tmp_path: Path, listener: Listener) -> None:
     """A stuck loop with a healthy helper thread must look stuck."""
-    runner = Runner("probe", 60.0, tmp_path, lambda: [], Notifier(env_for(listener)))
-    runner.publish()  # READY from the loop thread
+    runner = Loop("probe", 60.0, tmp_path, Notifier(env_for(listener)))
+    runner.publish(NOTHING)  # READY from the loop thread
 
     def helper() -> None:
         for _ in range(12):
-            runner.publish()
+            runner.publish(NOTHING)
             runner.wait(0.1)
 
     thread = threading.Thread(target=helper)

@@ -21,7 +21,8 @@ import responses
 import yaml
 from responses import matchers
 
-from agentwatch.exporter import config, spool
+from agentwatch.core import config, spool
+from agentwatch.sentinels import registry
 from agentwatch.sentinels.release_readiness.check import Report, RepositoryCheck, RepoSpec
 from agentwatch.sentinels.release_readiness.github import CiSettings, GitHubCi
 from agentwatch.sentinels.release_readiness.main import cycle
@@ -547,7 +548,7 @@ def test_config_names_the_bad_key(tmp_path: Path) -> None:
     def problems(repositories: Any) -> str:
         raw = {"sentinels": {"release-readiness": {"repositories": repositories}}}
         with pytest.raises(config.ConfigError) as caught:
-            config.from_mapping(raw)
+            registry.config_from_mapping(raw)
         return str(caught.value)
 
     assert "repositories: expected a list" in problems({"path": "/x"})
@@ -574,9 +575,9 @@ def test_config_names_the_bad_key(tmp_path: Path) -> None:
     )
     assert "[0].probes.bogus: unknown key" in problems([{"path": "/a", "probes": {"bogus": 1}}])
 
-    settings = config.from_mapping({}).sentinel("release-readiness")
+    settings = registry.config_from_mapping({}).sentinel("release-readiness")
     assert settings["repositories"] == [] and settings["interval"] == 3600
-    entry = config.from_mapping(
+    entry = registry.config_from_mapping(
         {"sentinels": {"release-readiness": {"repositories": [{"path": "/srv/widget"}]}}}
     ).sentinel("release-readiness")["repositories"][0]
     spec = RepoSpec.from_config(entry)
@@ -647,6 +648,7 @@ def test_cli_once_without_repositories_is_healthy(tmp_path: Path) -> None:
     assert {name for name, _ in values} == {
         "agentwatch_release_repositories",
         "agentwatch_sentinel_interval_seconds",
+        "agentwatch_sentinel_cycle_failures_total",  # the loop's own, 0 here
     }
     assert "# TYPE agentwatch_release_unreleased_commits gauge" in text  # listed, no series
 
@@ -655,7 +657,7 @@ def test_cli_loop_rechecks_and_stops_on_sigterm(tmp_path: Path, history: Path) -
     config_file = _write_config(tmp_path, [{"path": str(history)}], interval="1s")
     spool_file = tmp_path / "spool" / "release-readiness.prom"
     child = subprocess.Popen(
-        [sys.executable, "-m", "agentwatch.exporter.cli", "--config", str(config_file),
+        [sys.executable, "-m", "agentwatch.cli", "--config", str(config_file),
          "sentinel", "release-readiness", "--spool-dir", str(tmp_path / "spool"),
          "--state-dir", str(tmp_path / "state")],
         stderr=subprocess.PIPE, text=True,

@@ -14,11 +14,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from agentwatch.exporter import spool
+from agentwatch.core import spool
 from agentwatch.sentinels.resources.metrics import families
-from agentwatch.sentinels.resources.proctable import ProcTable, PsutilTable, parse_args
 from agentwatch.sentinels.resources.sampler import Sample, Sampler, Session
-from agentwatch.sentinels.resources.tmux import Tmux
+from agentwatch.sentinels.shared.proctable import ProcTable, PsutilTable, parse_args
+from agentwatch.sentinels.shared.tmux import Tmux
 from tests.conftest import run_cli, samples
 from tests.procfixtures import fake_bin, kill_tree, spawn_session, tree_rss, wait_for_children
 
@@ -54,7 +54,7 @@ def test_command_lines_that_are_and_are_not_agents() -> None:
     assert parse_args(["grep", "claude"]).script == ""
     assert parse_args(["vim", "/home/u/.claude/settings.json"]).argv0 == "vim"
     assert parse_args(["node", "-e", "claude"]).script == ""
-    assert parse_args(["/v/bin/python", "-m", "agentwatch.exporter.cli", "up"]).agentwatch
+    assert parse_args(["/v/bin/python", "-m", "agentwatch.cli", "up"]).agentwatch
     assert parse_args(["/v/bin/python", "/v/bin/agentwatch", "exporter"]).agentwatch
     assert parse_args(["/v/bin/agentwatch", "exporter"]).agentwatch
     assert not parse_args(["less", "agentwatch.log"]).agentwatch
@@ -308,7 +308,7 @@ def test_once_writes_a_valid_spool_file(trees: list, bindir: Path, tmp_path: Pat
     trees.append(root)
     spool_dir, state_dir = tmp_path / "spool", tmp_path / "state"
     config = tmp_path / "config.yaml"
-    config.write_text("sentinels:\n  resources:\n    agent_names: [claude, codex]\n")
+    config.write_text("agents:\n  names: [claude, codex]\n")
     result = run_cli(
         "--config",
         str(config),

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from agentwatch.exporter.config import ALERT_THRESHOLDS
+from agentwatch.core.config import ALERT_THRESHOLDS
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES_DIR = ROOT / "rules"

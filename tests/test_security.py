@@ -19,7 +19,8 @@ import pytest
 import requests
 import yaml
 
-from agentwatch.exporter.config import SCHEMA, Key
+from agentwatch.core.config import Key, schema
+from agentwatch.sentinels import registry
 from agentwatch.sentinels.release_readiness.github import CiSettings, GitHubCi
 from tests.conformance import corpus
 from tests.conftest import CLI, free_port, run_cli
@@ -107,13 +108,17 @@ def _listen_defaults(schema: dict, prefix: str = "") -> Iterator[tuple[str, str]
             yield from _listen_defaults(spec, f"{prefix}{name}.")
 
 
+def config_schema() -> dict:
+    return schema(registry.config_sections())
+
+
 def test_every_listen_default_is_loopback() -> None:
-    defaults = dict(_listen_defaults(SCHEMA))
+    defaults = dict(_listen_defaults(config_schema()))
     assert "exporter.listen" in defaults and "controller.listen" in defaults
     for key, value in defaults.items():
         assert value.startswith("127.0.0.1:"), key
-    assert SCHEMA["exporter"]["web_config_file"].default is None
-    assert SCHEMA["controller"]["web_config_file"].default is None
+    assert config_schema()["exporter"]["web_config_file"].default is None
+    assert config_schema()["controller"]["web_config_file"].default is None
 
 
 def _listening(pid: int) -> list[str]:
@@ -385,14 +390,10 @@ def test_planted_secrets_never_reach_metrics_logs_state_or_spool(
                         "timeout": 1,
                     },
                 },
+                "claude": {"config_dirs": str(claude)},
+                "agents": {"tmux_sockets": [str(tmux_folder / "sock")], "names": ["claude"]},
                 "sentinels": {
-                    "token-ledger": {"claude_config_dir": str(claude)},
-                    "resources": {"tmux_sockets": [str(tmux_folder / "sock")]},
-                    "idle-error": {
-                        "tmux_sockets": [str(tmux_folder / "sock")],
-                        "agent_names": ["claude"],
-                        "settle_time": 1,
-                    },
+                    "idle-error": {"settle_time": 1},
                     "release-readiness": {
                         "repositories": [
                             {

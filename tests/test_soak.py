@@ -250,9 +250,7 @@ def run_oracle(tmp_path: Path, archive: Path, round_: int) -> dict[str, float]:
     where = tmp_path / f"oracle-{round_}"
     config = where / "config.yaml"
     where.mkdir()
-    config.write_text(
-        yaml.safe_dump({"sentinels": {"token-ledger": {"claude_config_dir": [str(archive)]}}})
-    )
+    config.write_text(yaml.safe_dump({"claude": {"config_dirs": [str(archive)]}}))
     dirs = ["--spool-dir", str(where / "spool"), "--state-dir", str(where / "state")]
     argv = [*CLI, "--config", str(config), "--log-level", "warning", "sentinel", "token-ledger"]
     argv += ["--once", *dirs]
@@ -421,20 +419,18 @@ def test_soak_no_loss_no_double_count_bounded_growth(tmp_path: Path) -> None:
     config = local_config(
         tmp_path,
         {
+            "claude": {"config_dirs": [str(live_root)]},
+            "agents": {"tmux_sockets": tmux_sockets},
             "sentinels": {
-                "token-ledger": {
-                    "interval": "2s",
-                    "reconcile_interval": "3s",
-                    "claude_config_dir": [str(live_root)],
-                },
-                "resources": {"interval": "1s", "tmux_sockets": tmux_sockets},
+                "token-ledger": {"interval": "2s", "reconcile_interval": "3s"},
+                "resources": {"interval": "1s"},
                 "footprint": {"interval": "1s"},
                 "idle-error": {"interval": "1s", "settle_time": "2s"},
                 "release-readiness": {
                     "interval": "2s",
                     "repositories": [{"path": str(repo), "name": "soak"}],
                 },
-            }
+            },
         },
     )
     url = f"http://{yaml.safe_load(config.read_text())['exporter']['listen']}/metrics"

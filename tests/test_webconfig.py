@@ -17,8 +17,8 @@ import requests
 import yaml
 
 from agentwatch.controller import client, server
-from agentwatch.exporter import webconfig
-from agentwatch.exporter.webconfig import Authenticator, WebConfigError
+from agentwatch.core import webconfig
+from agentwatch.core.webconfig import Authenticator, WebConfigError
 from tests.conftest import CLI, free_port, run_cli
 from tests.pki import Pki, make_pki
 

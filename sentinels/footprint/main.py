@@ -1,4 +1,4 @@
-"""`agentwatch sentinel footprint`: scan /proc on a slow timer and write the spool file.
+"""One cycle of `agentwatch sentinel footprint`: scan /proc, keep the result for the spool.
 
 The sentinel only reports "how many, how much"; whether the count is climbing and when it is
 too high are Prometheus rules over the exported total (deriv / predict_linear), not code here.
@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
+from collections.abc import Iterator
 
-from agentwatch.exporter.config import Config
-from agentwatch.exporter.log import FailureGate
-from agentwatch.exporter.runtime import Runner
+from prometheus_client.metrics_core import Metric
+
+from agentwatch.core.log import FailureGate
+from agentwatch.sentinels.contract import Context, SentinelError
 from agentwatch.sentinels.footprint import classify
 from agentwatch.sentinels.footprint.metrics import State, families
 from agentwatch.sentinels.footprint.scan import Scanner
 
-NAME = "footprint"
 log = logging.getLogger("agentwatch.footprint")
 
 
@@ -34,25 +34,28 @@ def step(scanner: Scanner, state: State, gate: FailureGate) -> None:
     gate.succeeded()
 
 
-def run(config: Config, spool_dir: Path, state_dir: Path, once: bool) -> int:
-    settings = config.sentinel(NAME)
-    try:
-        classifier = classify.load(settings["signatures_file"])
-    except classify.SignatureError as err:
-        log.error("cannot load the signatures: %s", err)
-        return 2
-    source = settings["signatures_file"] or "the shipped signatures.json"
-    log.info(
-        "%d signatures from %s; kinds %s", len(classifier.signatures), source, classifier.kinds
-    )
-    scanner = Scanner(classifier)
-    state = State(kinds=classifier.kinds)
-    gate = FailureGate(log, "scan of /proc")
-    runner = Runner(NAME, settings["interval"], spool_dir, lambda: families(state))
-    runner.stop_on_signals()
-    while True:
-        step(scanner, state, gate)
-        runner.publish()
-        if once or runner.stopping:
-            return 0
-        runner.wait(runner.interval)
+class Footprint:
+    """The footprint sentinel's work: one /proc scan per cycle."""
+
+    def __init__(self, context: Context):
+        signatures_file = context.settings["signatures_file"]
+        try:
+            classifier = classify.load(signatures_file)
+        except classify.SignatureError as err:
+            raise SentinelError(f"cannot load the signatures: {err}") from err
+        source = signatures_file or "the shipped signatures.json"
+        log.info(
+            "%d signatures from %s; kinds %s", len(classifier.signatures), source, classifier.kinds
+        )
+        self.scanner = Scanner(classifier)
+        self.state = State(kinds=classifier.kinds)
+        self.gate = FailureGate(log, "scan of /proc")
+
+    def cycle(self, due: bool = True) -> None:
+        step(self.scanner, self.state, self.gate)
+
+    def families(self) -> Iterator[Metric]:
+        return families(self.state)
+
+    def close(self) -> None:
+        pass

@@ -1,4 +1,4 @@
-"""`agentwatch sentinel idle-error`: classify every agent pane's tail on a timer.
+"""One cycle of `agentwatch sentinel idle-error`: classify every agent pane's tail.
 
 The sentinel reports each pane's state and since when; whether a stall has lasted too long is
 a rule over `agentwatch_pane_state_since_timestamp_seconds` (threshold `stall_seconds`).
@@ -9,13 +9,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 from prometheus_client.metrics_core import Metric
 
-from agentwatch.exporter.config import Config
-from agentwatch.exporter.log import FailureGate
-from agentwatch.exporter.runtime import Runner
+from agentwatch.core.config import Config
+from agentwatch.core.log import FailureGate
+from agentwatch.sentinels.contract import Context
 from agentwatch.sentinels.idle_error.classify import Observation, Settings, classify
 from agentwatch.sentinels.idle_error.memory import Memory, Store
 from agentwatch.sentinels.idle_error.metrics import Cycle, families
@@ -33,12 +32,6 @@ def settings_of(config: Config) -> Settings:
         window_lines=section["window_lines"],
         settle_time=section["settle_time"],
     )
-
-
-def inherited(config: Config, key: str) -> list[str]:
-    """A key left null here takes the resources sentinel's value: one list of agents."""
-    value = config.sentinel(NAME)[key]
-    return list(config.sentinel("resources")[key] if value is None else value)
 
 
 class Sentinel:
@@ -105,41 +98,41 @@ class Sentinel:
         return cycle
 
 
-def run(config: Config, spool_dir: Path, state_dir: Path, once: bool) -> int:
-    section = config.sentinel(NAME)
-    settings = settings_of(config)
-    sockets, agents = inherited(config, "tmux_sockets"), inherited(config, "agent_names")
-    store = Store(state_dir)
-    sentinel = Sentinel(
-        settings,
-        PaneFinder(sockets, agents),
-        Capturer(settings.capture_rows),
-        store.load(),
-        shipped(),
-    )
-    save_gate = FailureGate(log, f"saving {store.path}")
+class IdleError:
+    """The idle-error sentinel's work: one classification of every agent pane per cycle,
+    its memory saved so a restart keeps each pane's state and since-when."""
 
-    def current() -> Iterator[Metric]:
-        return families(sentinel.latest, sentinel.memory)
+    def __init__(self, context: Context):
+        config = context.config
+        settings = settings_of(config)
+        agents = config["agents"]
+        self.store = Store(context.state_dir)
+        self.sentinel = Sentinel(
+            settings,
+            PaneFinder(agents["tmux_sockets"], agents["names"]),
+            Capturer(settings.capture_rows),
+            self.store.load(),
+            shipped(),
+        )
+        self.save_gate = FailureGate(log, f"saving {self.store.path}")
+        log.info(
+            "classifying panes of %s every %.0f s (last %d non-empty lines of %d rows)",
+            ", ".join(agents["names"]),
+            context.settings["interval"],
+            settings.window_lines,
+            settings.capture_rows,
+        )
 
-    runner = Runner(NAME, section["interval"], spool_dir, current)
-    runner.stop_on_signals()
-    log.info(
-        "classifying panes of %s every %.0f s (last %d non-empty lines of %d rows)",
-        ", ".join(agents),
-        runner.interval,
-        settings.window_lines,
-        settings.capture_rows,
-    )
-    while True:
-        started = time.monotonic()
-        sentinel.cycle()
+    def cycle(self, due: bool = True) -> None:
+        self.sentinel.cycle()
         try:
-            store.save(sentinel.memory)
-            save_gate.succeeded()
+            self.store.save(self.sentinel.memory)
+            self.save_gate.succeeded()
         except OSError as error:
-            save_gate.failed(error)
-        runner.publish()
-        if once or runner.stopping:
-            return 0
-        runner.wait(max(runner.interval - (time.monotonic() - started), 0.0))
+            self.save_gate.failed(error)
+
+    def families(self) -> Iterator[Metric]:
+        return families(self.sentinel.latest, self.sentinel.memory)
+
+    def close(self) -> None:
+        pass

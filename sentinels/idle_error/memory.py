@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentwatch.core.files import write_atomic
 from agentwatch.sentinels.idle_error.classify import Observation
 from agentwatch.sentinels.idle_error.patterns import STATES
 
@@ -108,12 +108,5 @@ class Store:
         text = memory.as_json()
         if text == self._written:
             return
-        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        try:
-            with open(temporary, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(temporary, self.path)
-        finally:
-            if temporary.exists():
-                temporary.unlink()
+        write_atomic(self.path, text)
         self._written = text

@@ -13,10 +13,10 @@ import subprocess
 from collections import Counter
 from dataclasses import dataclass
 
-from agentwatch.exporter.log import FailureGate
-from agentwatch.sentinels.resources.proctable import ProcTable, default_table
-from agentwatch.sentinels.resources.tmux import Tmux
-from agentwatch.sentinels.resources.trees import Matcher, children_map, subtree, topmost
+from agentwatch.core.log import FailureGate
+from agentwatch.sentinels.shared.proctable import ProcTable, default_table
+from agentwatch.sentinels.shared.tmux import Tmux
+from agentwatch.sentinels.shared.trees import Matcher, children_map, subtree, topmost
 
 log = logging.getLogger("agentwatch.idle_error")
 

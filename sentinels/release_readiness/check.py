@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentwatch.exporter.log import FailureGate
+from agentwatch.core.log import FailureGate
 from agentwatch.sentinels.release_readiness import probes
 from agentwatch.sentinels.release_readiness.github import CiSettings, GitHubCi
 from agentwatch.sentinels.release_readiness.gitrepo import GitError, Repository, Tag

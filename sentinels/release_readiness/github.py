@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 
 import requests
 
-from agentwatch.exporter import __version__
-from agentwatch.exporter.secretfiles import InsecureFileError, require_private
+from agentwatch.core import __version__
+from agentwatch.core.secretfiles import InsecureFileError, require_private
 from agentwatch.sentinels.release_readiness.probes import Verdict
 
 SUCCESS, FAILURE, PENDING, NONE = "success", "failure", "pending", "none"

@@ -1,26 +1,28 @@
-"""`agentwatch sentinel release-readiness`: check each configured repository on a slow timer.
+"""One cycle of `agentwatch sentinel release-readiness`: check each configured repository.
 
 The sentinel reports facts only — how much is unreleased, since when, and whether publishing
 is blocked; how old is too old (2/4/7 days) is for the Prometheus rules. With no repositories
-configured it writes its self-metrics and is healthy.
+configured it writes its self-metrics and is healthy. It usually runs from a systemd timer
+(`--once` every hour), as a git fetch is slow and needs no faster pace.
 """
 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
+from collections.abc import Iterator, Mapping
+from typing import Any
 
-from agentwatch.exporter.config import Config
-from agentwatch.exporter.runtime import Runner
+from prometheus_client.metrics_core import Metric
+
+from agentwatch.sentinels.contract import Context
 from agentwatch.sentinels.release_readiness.check import Report, RepositoryCheck, RepoSpec
 from agentwatch.sentinels.release_readiness.metrics import families
 from agentwatch.sentinels.release_readiness.state import LastSuccess
 
-NAME = "release-readiness"
 log = logging.getLogger("agentwatch.release_readiness")
 
 
-def build_checks(settings: dict) -> list[RepositoryCheck]:
+def build_checks(settings: Mapping[str, Any]) -> list[RepositoryCheck]:
     return [
         RepositoryCheck(
             RepoSpec.from_config(entry), settings["git_timeout"], settings["fetch_timeout"]
@@ -41,23 +43,22 @@ def cycle(checks: list[RepositoryCheck], last_success: LastSuccess) -> list[Repo
     return reports
 
 
-def run(config: Config, spool_dir: Path, state_dir: Path, once: bool) -> int:
-    settings = config.sentinel(NAME)
-    checks = build_checks(settings)
-    last_success = LastSuccess(state_dir)
-    last_success.keep_only(check.spec.name for check in checks)
-    log.info("checking %d repositories every %gs", len(checks), settings["interval"])
-    reports: list[Report] = []
-    runner = Runner(
-        NAME,
-        settings["interval"],
-        spool_dir,
-        lambda: families(reports, len(checks), last_success.times),
-    )
-    runner.stop_on_signals()
-    while True:
-        reports = cycle(checks, last_success)
-        runner.publish()
-        if once or runner.stopping:
-            return 0
-        runner.wait(runner.interval)
+class ReleaseReadiness:
+    """The release-readiness sentinel's work: every repository checked once per cycle."""
+
+    def __init__(self, context: Context):
+        settings = context.settings
+        self.checks = build_checks(settings)
+        self.last_success = LastSuccess(context.state_dir)
+        self.last_success.keep_only(check.spec.name for check in self.checks)
+        self.reports: list[Report] = []
+        log.info("checking %d repositories every %gs", len(self.checks), settings["interval"])
+
+    def cycle(self, due: bool = True) -> None:
+        self.reports = cycle(self.checks, self.last_success)
+
+    def families(self) -> Iterator[Metric]:
+        return families(self.reports, len(self.checks), self.last_success.times)
+
+    def close(self) -> None:
+        pass

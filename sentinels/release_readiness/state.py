@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 from collections.abc import Iterable
 from pathlib import Path
+
+from agentwatch.core.files import write_atomic
 
 log = logging.getLogger("agentwatch.release_readiness")
 
@@ -63,18 +64,9 @@ class LastSuccess:
         if self.times == self._saved and self.path.exists() and not self._replace:
             return
         text = json.dumps({"version": VERSION, "last_success": self.times}, sort_keys=True)
-        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(temporary, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, self.path)
+            write_atomic(self.path, text, durable=True)
         except OSError as err:
             log.warning("cannot save state file %s: %s", self.path, err)
             return
-        finally:
-            if temporary.exists():
-                temporary.unlink()
         self._saved, self._replace = dict(self.times), False

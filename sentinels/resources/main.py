@@ -1,58 +1,60 @@
-"""`agentwatch sentinel resources`: sample agent session trees on a timer, write the spool file.
+"""One cycle of `agentwatch sentinel resources`: sample the agent session trees.
 
-With --once there is no earlier sample to measure CPU against, so the cycle is run twice,
-PRIME_SECONDS apart, and the second one is published.
+With --once there is no earlier sample to measure CPU against, so the cycle samples twice,
+PRIME_SECONDS apart, and the second sample is published.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
+from collections.abc import Iterator
 
-from agentwatch.exporter.config import Config
-from agentwatch.exporter.runtime import Runner
+from prometheus_client.metrics_core import Metric
+
+from agentwatch.core.config import Config
+from agentwatch.sentinels.contract import Context
 from agentwatch.sentinels.resources import host
 from agentwatch.sentinels.resources.metrics import families
 from agentwatch.sentinels.resources.sampler import Sample, Sampler
-from agentwatch.sentinels.resources.tmux import Tmux
+from agentwatch.sentinels.shared.tmux import Tmux
 
-NAME = "resources"
 PRIME_SECONDS = 1.0
 log = logging.getLogger("agentwatch.resources")
 
 
 def build(config: Config) -> Sampler:
-    settings = config.sentinel(NAME)
+    settings = config.sentinel("resources")
     return Sampler(
-        agent_names=settings["agent_names"],
-        tmux=Tmux(settings["tmux_sockets"]),
+        agent_names=config["agents"]["names"],
+        tmux=Tmux(config["agents"]["tmux_sockets"]),
         orchestrator_pidfile=settings["orchestrator_pidfile"],
         orchestrator_name=settings["orchestrator_name"],
     )
 
 
-def run(config: Config, spool_dir: Path, state_dir: Path, once: bool) -> int:
-    settings = config.sentinel(NAME)
-    sampler = build(config)
-    latest: list[Sample] = []
+class Resources:
+    """The resources sentinel's work: one sample of every session tree per cycle."""
 
-    def current() -> list:
-        sample = latest[-1] if latest else None
-        return [*families(sample, sampler.agent_names, sampler.errors), *host.families(host.read())]
+    def __init__(self, context: Context):
+        self.sampler = build(context.config)
+        self.once = context.once
+        self.latest: Sample | None = None
+        log.info(
+            "watching sessions of %s every %.0f s",
+            ", ".join(self.sampler.agent_names),
+            context.settings["interval"],
+        )
 
-    runner = Runner(NAME, settings["interval"], spool_dir, current)
-    runner.stop_on_signals()
-    log.info(
-        "watching sessions of %s every %.0f s", ", ".join(sampler.agent_names), runner.interval
-    )
-    if once:
-        sampler.cycle()
-        time.sleep(PRIME_SECONDS)
-    while True:
-        started = time.monotonic()
-        latest[:] = [sampler.cycle()]
-        runner.publish()
-        if once or runner.stopping:
-            return 0
-        runner.wait(max(runner.interval - (time.monotonic() - started), 0.0))
+    def cycle(self, due: bool = True) -> None:
+        if self.once and self.latest is None:
+            self.sampler.cycle()
+            time.sleep(PRIME_SECONDS)
+        self.latest = self.sampler.cycle()
+
+    def families(self) -> Iterator[Metric]:
+        yield from families(self.latest, self.sampler.agent_names, self.sampler.errors)
+        yield from host.families(host.read())
+
+    def close(self) -> None:
+        pass

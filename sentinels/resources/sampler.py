@@ -18,16 +18,16 @@ from pathlib import Path
 
 import psutil
 
-from agentwatch.exporter.log import FailureGate
-from agentwatch.sentinels.resources.proctable import (
+from agentwatch.core.log import FailureGate
+from agentwatch.sentinels.shared.proctable import (
     Identity,
     Proc,
     ProcTable,
     Scan,
     default_table,
 )
-from agentwatch.sentinels.resources.tmux import Pane, Tmux
-from agentwatch.sentinels.resources.trees import Matcher, ancestors, children_map, subtree, topmost
+from agentwatch.sentinels.shared.tmux import Pane, Tmux
+from agentwatch.sentinels.shared.trees import Matcher, ancestors, children_map, subtree, topmost
 
 log = logging.getLogger("agentwatch.resources")
 

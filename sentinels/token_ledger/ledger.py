@@ -13,14 +13,14 @@ import logging
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 
-from agentwatch.exporter.log import FailureGate
-from agentwatch.sentinels.token_ledger import discovery
+from agentwatch.core import claude
+from agentwatch.core.log import FailureGate
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.reader import (
     BY_LOCATION,
@@ -45,7 +45,8 @@ PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # below this a backfill is read in-proces
 
 @dataclass
 class TrackedFile:
-    transcript: discovery.Transcript
+    transcript: claude.Transcript
+    root: Path  # the projects root it was found under
     size: int = 0
     mtime: float = 0.0
 
@@ -111,20 +112,24 @@ class Ledger:
         self._unread_total = 0
 
     # ---- discovery
-    def scan(self) -> None:
-        """Reconcile with the file system: find new files, note sizes, forget vanished ones."""
-        seen: dict[str, TrackedFile] = {}
-        for root in self.roots:
-            for entry in discovery.walk(root):
+    def scan(self, roots: Iterable[Path] | None = None) -> None:
+        """Reconcile with the file system: find new files, note sizes, forget vanished ones;
+        only under `roots` when given (the roots followed by polling), else under all."""
+        chosen = self.roots if roots is None else list(roots)
+        seen: dict[str, TrackedFile] = {
+            key: tracked for key, tracked in self.files.items() if tracked.root not in chosen
+        }
+        for root in chosen:
+            for entry in claude.walk(root):
                 key = entry.path
                 if key in seen:
                     continue
                 tracked = self.files.get(key)
                 if tracked is None:
-                    transcript = discovery.describe(root, Path(key))
+                    transcript = claude.describe(root, Path(key))
                     if transcript is None:
                         continue
-                    tracked = TrackedFile(transcript)
+                    tracked = TrackedFile(transcript, root)
                 try:
                     stat = entry.stat(follow_symlinks=False)
                 except OSError:
@@ -140,9 +145,9 @@ class Ledger:
         if key in self.files:
             return self.files[key]
         for root in self.roots:
-            transcript = discovery.describe(root, path)
-            if transcript is not None and not discovery.behind_symlink(root, path):
-                tracked = TrackedFile(transcript)
+            transcript = claude.describe(root, path)
+            if transcript is not None and not claude.behind_symlink(root, path):
+                tracked = TrackedFile(transcript, root)
                 self.files[key] = tracked
                 self._recount(key)
                 return tracked
@@ -387,6 +392,14 @@ class Ledger:
             gauges[key] = value
 
     # ---- committing
+    def discard(self) -> None:
+        """Drop the open batch (after a failure mid-way): nothing of it was committed, so the
+        same bytes are read and decided again, never counted twice."""
+        if self.store.db.in_transaction:
+            self.store.rollback()
+        self._pending = _Pending()
+        self._recount_all()
+
     def flush(self) -> None:
         """Commit the open batch: responses, counters, sessions and positions together."""
         pending = self._pending
@@ -418,9 +431,7 @@ class Ledger:
                 store.save_position(key, position)
             store.commit()
         except BaseException:
-            store.rollback()
-            self._pending = _Pending()
-            self._recount_all()
+            self.discard()
             raise
         self.positions.update(pending.positions)
         for counter, value in counters.items():

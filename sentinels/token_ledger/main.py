@@ -1,8 +1,14 @@
-"""`agentwatch sentinel token-ledger`: follow transcripts, keep the ledger, write the spool file.
+"""The cycles of `agentwatch sentinel token-ledger`: backfill, then follow the transcripts live.
 
-Wakes on inotify events (watchdog) and on a reconcile timer that catches whatever the events
-missed; during a large first backfill it logs its progress and keeps publishing partial
-totals, newest files first, so it is usable while it catches up.
+First the backfill reads everything not read yet, newest files first, one second of reading
+per cycle so partial totals are published as it goes (with parse workers forked before any
+thread exists). Then it follows: inotify events (watchdog) wake the loop for the files that
+changed, every `interval` a heartbeat cycle looks for transcript roots that appeared and polls
+the roots inotify cannot watch, and every `reconcile_interval` a full scan catches whatever
+the events missed. Without inotify (its per-user instance or watch limit reached, as on a
+workstation with an IDE and other watchers) a root is polled instead, which is said once in
+the log and shown by `agentwatch_ledger_roots_polled`, and inotify is tried again each
+heartbeat.
 """
 
 from __future__ import annotations
@@ -12,8 +18,10 @@ import math
 import os
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from prometheus_client.metrics_core import Metric
 from watchdog.events import (
     FileCreatedEvent,
     FileModifiedEvent,
@@ -22,19 +30,19 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
 
-from agentwatch.exporter.config import Config
-from agentwatch.exporter.runtime import Runner
-from agentwatch.sentinels.token_ledger import discovery
+from agentwatch.core import claude
+from agentwatch.core.config import Config
+from agentwatch.core.loop import Outcome
+from agentwatch.sentinels.contract import Context, SentinelError
 from agentwatch.sentinels.token_ledger.ledger import Ledger
 from agentwatch.sentinels.token_ledger.metrics import CounterText, families
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.store import StateInUse, Store
 
-NAME = "token-ledger"
 log = logging.getLogger("agentwatch.token-ledger")
 IDLE_POLL = 30.0
-PUBLISH_GAP = 0.025  # at most 40 spool writes a second while lines stream in
 BACKFILL_PUBLISH_EVERY = 1.0
 
 
@@ -52,8 +60,8 @@ class _Events(FileSystemEventHandler):
 
     WANTED = frozenset(kind.event_type for kind in WATCHED_EVENTS)
 
-    def __init__(self, runner: Runner):
-        self.runner = runner
+    def __init__(self, wake: Callable[[], None]):
+        self.wake = wake
         self.dirty: set[str] = set()
         self.lock = threading.Lock()
 
@@ -65,7 +73,7 @@ class _Events(FileSystemEventHandler):
             if path and path.endswith(".jsonl"):
                 with self.lock:
                     self.dirty.add(path)
-                self.runner.wake()
+                self.wake()
 
     def take(self) -> list[str]:
         with self.lock:
@@ -74,36 +82,66 @@ class _Events(FileSystemEventHandler):
 
 
 class _Watch:
-    """The inotify side: watches each transcript root that exists, added as roots appear."""
+    """Follows each transcript root that exists: with inotify where the kernel allows it,
+    by polling where it does not (retried each heartbeat), added as roots appear."""
 
-    def __init__(self, roots: list[Path], handler: _Events):
+    def __init__(self, roots: list[Path], handler: _Events, poll_every: float):
         self.roots = roots
         self.handler = handler
-        # Events wake the observer at once; the timeout only paces its idle polling (the
-        # default 1 s would wake two threads every second for nothing).
-        self.observer = Observer(timeout=IDLE_POLL)
+        self.poll_every = poll_every
+        self.observer: BaseObserver | None = None  # created with the first watch
         self.watched: set[Path] = set()
-        self.observer.start()
+        self.polled: set[Path] = set()
 
     def refresh(self) -> bool:
-        """Watch roots that exist now; True when one was added (it may already hold files)."""
+        """Follow the roots that exist now; True when one is followed that was not before
+        (it may already hold files, so the caller scans)."""
         added = False
         for root in self.roots:
-            if root not in self.watched and root.is_dir():
-                added = True
-                try:
-                    self.observer.schedule(
-                        self.handler, str(root), recursive=True, event_filter=WATCHED_EVENTS
+            if root in self.watched or not root.is_dir():
+                continue
+            error = self._watch(root)
+            if error is not None:
+                if root not in self.polled:
+                    log.warning(
+                        "cannot watch %s with inotify (%s): polling it every %gs instead, "
+                        "until inotify is available again",
+                        root,
+                        error,
+                        self.poll_every,
                     )
-                    self.watched.add(root)
-                except OSError as err:  # e.g. inotify watch limit: the reconcile scan still works
-                    log.warning("cannot watch %s (%s); relying on the periodic scan", root, err)
-                    self.watched.add(root)
+                    self.polled.add(root)
+                    added = True
+                continue
+            self.watched.add(root)
+            if root in self.polled:
+                self.polled.discard(root)
+                log.info("watching %s with inotify again (no more polling)", root)
+            else:
+                added = True
         return added
 
+    def _watch(self, root: Path) -> str | None:
+        """Add an inotify watch on the root's tree; why not, when the kernel refuses (e.g.
+        fs.inotify.max_user_instances or max_user_watches reached)."""
+        try:
+            if self.observer is None:
+                # Events wake the observer at once; the timeout only paces its idle polling
+                # (the default 1 s would wake two threads every second for nothing).
+                observer = Observer(timeout=IDLE_POLL)
+                observer.start()
+                self.observer = observer
+            self.observer.schedule(
+                self.handler, str(root), recursive=True, event_filter=WATCHED_EVENTS
+            )
+        except OSError as err:
+            return err.strerror or str(err)
+        return None
+
     def stop(self) -> None:
-        self.observer.stop()
-        self.observer.join(timeout=1)  # daemon threads: no need to wait out their poll
+        if self.observer is not None:
+            self.observer.stop()
+            self.observer.join(timeout=1)  # daemon threads: no need to wait out their poll
 
 
 class _Progress:
@@ -149,76 +187,45 @@ class _Progress:
             self.active = False
 
 
+def roots_of(config: Config) -> list[Path]:
+    return claude.projects_roots(configured=config.claude_config_dirs)
+
+
 def build(config: Config, state_dir: Path) -> Ledger:
-    settings = config.sentinel(NAME)
+    settings = config.sentinel("token-ledger")
     source = (settings["pricing_file"], settings["prices"])
-    roots = discovery.projects_roots(configured=settings["claude_config_dir"])
     return Ledger(
         store=Store(state_dir / "token-ledger.sqlite"),
         prices=PriceBook.load(*source),
-        roots=roots,
+        roots=roots_of(config),
         session_ttl=settings["session_ttl"],
         pricing_source=source,
     )
 
 
-def run(config: Config, spool_dir: Path, state_dir: Path, once: bool) -> int:
-    settings = config.sentinel(NAME)
-    try:
-        ledger = build(config, state_dir)
-    except StateInUse as err:
-        log.error("%s", err)
-        return 2
-    log.info("reading transcripts under %s", ", ".join(str(root) for root in ledger.roots))
-    counters = CounterText()
-    runner = Runner(
-        NAME,
-        settings["interval"],
-        spool_dir,
-        lambda: families(ledger, ledger.store.size_bytes(), counters),
-    )
-    runner.stop_on_signals()
-    handler = _Events(runner)
-    watch = None
-    workers = settings["workers"] or min(2, os.cpu_count() or 1)
-    try:
-        # No threads yet, so parse workers can be forked safely. Whatever is written during
-        # the backfill is found by the scan that starts the live phase.
-        _backfill(ledger, runner, workers, settings["progress_interval"])
-        if not once:
-            watch = _Watch(ledger.roots, handler)
-            watch.refresh()
-            _follow(ledger, runner, handler, watch, settings["reconcile_interval"])
-    finally:
-        if watch is not None:
-            watch.stop()
-        ledger.store.close()
-    return 0
+def warn_missing_roots(config: Config, roots: list[Path]) -> None:
+    """A transcript root that does not exist is said at the start (and counted as a metric):
+    a mistyped CLAUDE_CONFIG_DIR must not look like a quiet day. Of Claude Code's two default
+    folders one is usually absent; only both being absent is worth a line."""
+    missing = [root for root in roots if not root.is_dir()]
+    if not missing:
+        return
+    chosen = config.claude_config_dirs is not None
+    if chosen or os.environ.get("CLAUDE_CONFIG_DIR", "").strip():
+        for root in missing:
+            log.warning("transcript root %s does not exist (yet); following it if it appears", root)
+    elif len(missing) == len(roots):
+        log.warning(
+            "no Claude Code transcripts yet (%s do not exist); following them when they appear",
+            " and ".join(str(root) for root in roots),
+        )
 
 
-def _backfill(ledger: Ledger, runner: Runner, workers: int, progress_every: float) -> None:
-    """Read everything not yet read, publishing partial totals as it goes."""
-    ledger.scan()
-    progress = _Progress(ledger, progress_every)
-    last_publish = -math.inf  # publish after the first chunk: partial totals are there at once
-    for _ in ledger.read_all(workers):
-        progress.tick()
-        if runner.stopping:
-            break
-        if time.monotonic() - last_publish >= BACKFILL_PUBLISH_EVERY:
-            ledger.flush()
-            runner.publish()
-            last_publish = time.monotonic()
-    ledger.flush()
-    runner.publish()
-    progress.tick(force=progress.active)
-
-
-def _drain(ledger: Ledger, keys: list[str], runner: Runner) -> bool:
+def _drain(ledger: Ledger, keys: list[str], stopping: Callable[[], bool]) -> bool:
     """Read the given files to their end; True when anything was read."""
     changed = False
     for key in keys:
-        while not runner.stopping and ledger.step(key):
+        while not stopping() and ledger.step(key):
             changed = True
             if not ledger.has_unread(key):
                 break
@@ -226,33 +233,96 @@ def _drain(ledger: Ledger, keys: list[str], runner: Runner) -> bool:
     return changed
 
 
-def _follow(
-    ledger: Ledger, runner: Runner, handler: _Events, watch: _Watch, reconcile_every: float
-) -> None:
-    """The live phase: wake on events, publish promptly, write a heartbeat every interval,
-    and reconcile with a full scan (which catches whatever the events missed) less often."""
-    last_scan = -math.inf  # scan at once: files may have grown while the watch was not yet on
-    last_publish = time.monotonic()
-    unpublished = False
-    while not runner.stopping:
-        keys = [path for path in handler.take() if ledger.track(Path(path)) is not None]
-        unpublished = _drain(ledger, keys, runner) or unpublished
+class TokenLedger:
+    """The token ledger's work: the backfill, then the live cycles (see the module doc)."""
+
+    def __init__(self, context: Context):
+        settings = context.settings
+        try:
+            self.ledger = build(context.config, context.state_dir)
+        except StateInUse as err:
+            raise SentinelError(str(err)) from err
+        log.info("reading transcripts under %s", ", ".join(str(r) for r in self.ledger.roots))
+        warn_missing_roots(context.config, self.ledger.roots)
+        self.once = context.once
+        self.stopping = context.stopping
+        self.interval = settings["interval"]
+        self.reconcile_every = settings["reconcile_interval"]
+        self.progress_every = settings["progress_interval"]
+        self.workers = settings["workers"] or min(2, os.cpu_count() or 1)
+        self.counters = CounterText()
+        self.handler = _Events(context.wake)
+        self.watch: _Watch | None = None
+        self.reading: Iterator[int] | None = None  # the backfill, while it runs
+        self.progress: _Progress | None = None
+        self.next_partial = -math.inf  # partial totals after the first chunk already
+        self.last_scan = -math.inf
+
+    def cycle(self, due: bool = True) -> Outcome:
+        try:
+            if self.watch is None:
+                return self._backfill()
+            return self._follow(due)
+        except BaseException:
+            self.ledger.discard()  # the batch is read again: never half-counted
+            if self.reading is not None:
+                self.reading.close()
+                self.reading = None
+            raise
+
+    def _backfill(self) -> Outcome:
+        """Read until partial totals are due (after the first chunk, then every second; all
+        of it with --once), then let the loop publish. No thread may exist before the parse
+        workers are forked; the watch starts after the backfill."""
+        if self.reading is None:
+            self.ledger.scan()
+            self.progress = _Progress(self.ledger, self.progress_every)
+            self.reading = self.ledger.read_all(self.workers)
+        assert self.progress is not None
+        for _ in self.reading:
+            self.progress.tick()
+            now = time.monotonic()
+            if self.stopping() or (not self.once and now >= self.next_partial):
+                self.next_partial = now + BACKFILL_PUBLISH_EVERY
+                self.ledger.flush()
+                return Outcome(again_in=0.0)
+        self.reading = None
+        self.ledger.flush()
+        self.progress.tick(force=self.progress.active)
+        if not self.once:
+            # What was written during the backfill is found by the scan the live phase
+            # starts with.
+            self.watch = _Watch(self.ledger.roots, self.handler, self.interval)
+            self.watch.refresh()
+        return Outcome(again_in=0.0)
+
+    def _follow(self, due: bool) -> Outcome:
+        assert self.watch is not None
+        ledger = self.ledger
+        keys = [path for path in self.handler.take() if ledger.track(Path(path)) is not None]
+        changed = _drain(ledger, keys, self.stopping)
         now = time.monotonic()
-        if now - last_scan >= reconcile_every:
+        if now - self.last_scan >= self.reconcile_every:
             ledger.scan()
-            watch.refresh()
-            unpublished = _drain(ledger, ledger.pending(), runner) or unpublished
-            last_scan = now
-        if now - last_publish >= runner.interval:
-            unpublished = True  # a heartbeat: the exporter judges staleness by it
-            if watch.refresh():  # a root created since (e.g. the first Claude Code run)
-                last_scan = -math.inf
-                continue
-        if unpublished and now - last_publish >= PUBLISH_GAP:
-            runner.publish()
-            last_publish, unpublished = now, False
-        timeout = min(runner.interval - (now - last_publish), reconcile_every - (now - last_scan))
-        if unpublished:
-            timeout = min(timeout, PUBLISH_GAP - (now - last_publish))
-        runner.wait(max(timeout, 0.0))
-    runner.publish()
+            self.watch.refresh()
+            changed = _drain(ledger, ledger.pending(), self.stopping) or changed
+            self.last_scan = now
+        elif due:
+            if self.watch.refresh():  # a root appeared (e.g. Claude Code's first run)
+                self.last_scan = -math.inf
+                return Outcome(changed=changed, again_in=0.0)
+            if self.watch.polled:
+                ledger.scan(self.watch.polled)
+                changed = _drain(ledger, ledger.pending(), self.stopping) or changed
+        return Outcome(changed=changed, again_in=self.reconcile_every - (now - self.last_scan))
+
+    def families(self) -> Iterator[Metric | str]:
+        polled = len(self.watch.polled) if self.watch is not None else 0
+        return families(self.ledger, self.ledger.store.size_bytes(), self.counters, polled)
+
+    def close(self) -> None:
+        if self.reading is not None:
+            self.reading.close()
+        if self.watch is not None:
+            self.watch.stop()
+        self.ledger.store.close()

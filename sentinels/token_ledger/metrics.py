@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from agentwatch.exporter import spool
+from agentwatch.core import spool
 from agentwatch.sentinels.token_ledger.ledger import TOKEN_TYPES, Ledger
 
 ERROR_KINDS = ("rate_limit", "overloaded", "usage_limit", "server_error", "other")
@@ -103,7 +103,9 @@ class CounterText:
         self.zero_errors = wanted
 
 
-def families(ledger: Ledger, database_bytes: int, counters: CounterText) -> Iterator[Metric | str]:
+def families(
+    ledger: Ledger, database_bytes: int, counters: CounterText, roots_polled: int = 0
+) -> Iterator[Metric | str]:
     ledger.expire_sessions()
     yield from counters.render(ledger)
 
@@ -134,13 +136,18 @@ def families(ledger: Ledger, database_bytes: int, counters: CounterText) -> Iter
     for reason in ("vanished", "unreadable"):
         read_errors.add_metric([reason], ledger.read_errors.get(reason, 0))
     yield read_errors
+    existing = sum(1 for root in ledger.roots if root.is_dir())
     for name, documentation, value in (
         ("agentwatch_ledger_files_tracked", "Transcript files being followed.", len(ledger.files)),
         ("agentwatch_ledger_unread_bytes", "Bytes written to transcripts but not yet read.",
          ledger.unread_bytes()),
         ("agentwatch_ledger_database_bytes", "Size of the ledger's SQLite files.", database_bytes),
-        ("agentwatch_ledger_roots", "Transcript roots that exist.",
-         sum(1 for root in ledger.roots if root.is_dir())),
+        ("agentwatch_ledger_roots", "Transcript roots that exist.", existing),
+        ("agentwatch_ledger_roots_missing", "Transcript roots that do not exist (yet).",
+         len(ledger.roots) - existing),
+        ("agentwatch_ledger_roots_polled",
+         "Transcript roots followed by polling because inotify is not available for them.",
+         roots_polled),
     ):  # fmt: skip
         yield GaugeMetricFamily(name, documentation, value=value)
 

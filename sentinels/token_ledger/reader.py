@@ -10,7 +10,8 @@ import os
 import signal
 from dataclasses import dataclass, field
 
-from agentwatch.exporter.runtime import die_with_parent
+from agentwatch.core import claude
+from agentwatch.core.process import die_with_parent
 from agentwatch.sentinels.token_ledger import records
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.tailer import Position, read_lines, refresh_head, same_file
@@ -30,15 +31,6 @@ def key_hash(text: str) -> int:
     """A stable signed 64-bit hash (SQLite integers), the same in every process."""
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
-
-
-def project_name(cwd: str | None, slug: str) -> str:
-    """The project label: the working directory's last component, else the folder slug."""
-    if cwd:
-        name = os.path.basename(cwd.rstrip("/"))
-        if name:
-            return name
-    return slug or "unknown"
 
 
 @dataclass
@@ -136,7 +128,7 @@ class ChunkReader:
                 req = key_hash("r\0" + entry.req_id) | 3  # low bits set: never a reserved key
         project = self._projects.get((entry.cwd, slug))
         if project is None:
-            project = self._projects[(entry.cwd, slug)] = project_name(entry.cwd, slug)
+            project = self._projects[(entry.cwd, slug)] = claude.project_name(entry.cwd, slug)
         cost, priced = self._cost(entry)
         kind = reset_at = None
         if entry.api_error:

@@ -503,8 +503,9 @@ def spelled_nulls(root: Path) -> Corpus:
         text = compact(probe(bit, {path: None}))
         lines.append(replace_once(text, f'"{path}":null', f'"{path}": null'))
     lines += [
-        replace_once(compact(probe(18, {"toolUseResult": {"x": None}})), '"x":null',
-                     '"\\u0063wd":null'),
+        replace_once(
+            compact(probe(18, {"toolUseResult": {"x": None}})), '"x":null', '"\\u0063wd":null'
+        ),
         replace_once(compact(probe(19)), '"text":"hi"', '"text":"\\"cwd\\":null"'),
         probe(20, {"toolUseResult": {"model": "null"}}),
         probe(21, {"toolUseResult": {"a": '"model":null'}}),
@@ -765,8 +766,14 @@ def dedup_across_config_dirs(root: Path) -> Corpus:
     first, second = Tree(root / "claude-a"), Tree(root / "claude-b")
     first.session([_copy("x", input_tokens=10, output_tokens=5), _copy("y", output_tokens=7),
                    assistant(None, "r", input_tokens=1000)])  # fmt: skip
-    second.session([_copy("x", input_tokens=10, output_tokens=50), _copy("y", output_tokens=7),
-                    assistant(None, "r", input_tokens=1000)], slug="-home-alice-other")
+    second.session(
+        [
+            _copy("x", input_tokens=10, output_tokens=50),
+            _copy("y", output_tokens=7),
+            assistant(None, "r", input_tokens=1000),
+        ],
+        slug="-home-alice-other",
+    )
     return Corpus(f"{first.base},{second.base}")
 
 
@@ -783,27 +790,41 @@ def sidechains(root: Path) -> Corpus:
     """A main copy drops every sidechain copy of its message id; lone sidechain copies are
     deduplicated by message id. Replays come after their main copy, or repeat its usage."""
     lines: list[Line] = [
-        _side("a", "r1", 1, sidechain=False), _side("a", "r2", 2),
-        _side("b", "r1", 4, sidechain=False), _side("b", "r2", 1000),  # replay bigger: dropped
+        _side("a", "r1", 1, sidechain=False),
+        _side("a", "r2", 2),
+        _side("b", "r1", 4, sidechain=False),
+        _side("b", "r2", 1000),  # replay bigger: dropped
         _side("c", "r2", 8),  # lone
-        _side("d", "r2", 16), _side("d", "r3", 32),  # lone pair: the larger one
-        _side("e", "r3", 64), _side("e", "r2", 64),
-        _side("f", "r1", 128, sidechain=False), _side("f", "r1", 256),  # same requestId
-        _side("g", "r1", 512, sidechain=False), _side("g", "r2", 1), _side("g", "r3", 1),
-        _side("h", "r1", 2048, sidechain=False), _side("h", None, 4096),
-        _side("i", None, 8192, sidechain=False), _side("i", "r2", 1),
-        _side("j", "r1", 2**14, sidechain=False), _side("j", "r2", 2**15, sidechain=False),
+        _side("d", "r2", 16),
+        _side("d", "r3", 32),  # lone pair: the larger one
+        _side("e", "r3", 64),
+        _side("e", "r2", 64),
+        _side("f", "r1", 128, sidechain=False),
+        _side("f", "r1", 256),  # same requestId
+        _side("g", "r1", 512, sidechain=False),
+        _side("g", "r2", 1),
+        _side("g", "r3", 1),
+        _side("h", "r1", 2048, sidechain=False),
+        _side("h", None, 4096),
+        _side("i", None, 8192, sidechain=False),
+        _side("i", "r2", 1),
+        _side("j", "r1", 2**14, sidechain=False),
+        _side("j", "r2", 2**15, sidechain=False),
         _side("j", "r3", 2**16),
         _side("k", "r1", 1, sidechain=False, output_tokens=1),
-        _side("k", "r1", 1, sidechain=False, output_tokens=5), _side("k", "r2", 2, output_tokens=9),
-        _side("l", "r1", 2**17, sidechain=False), _side("l", "r2", 2**18,
-                                                        changes={"isSidechain": None}),
+        _side("k", "r1", 1, sidechain=False, output_tokens=5),
+        _side("k", "r2", 2, output_tokens=9),
+        _side("l", "r1", 2**17, sidechain=False),
+        _side("l", "r2", 2**18, changes={"isSidechain": None}),
         _side("m", "r1", 2**19, sidechain=False, changes={"isSidechain": DELETE}),
         _side("m", "r2", 2**20),
-        _side("n", "r1", 2**21, sidechain=False), _side("n", "r2", 3, model=OPUS_46),
-        _side("o", "r1", 2**22, sidechain=False), _side("o", "r2", 5, timestamp=at(27)),
+        _side("n", "r1", 2**21, sidechain=False),
+        _side("n", "r2", 3, model=OPUS_46),
+        _side("o", "r1", 2**22, sidechain=False),
+        _side("o", "r2", 5, timestamp=at(27)),
         # a replay first, with the usage of the main copy that follows
-        _side("p", "r2", 2**23), _side("p", "r1", 2**23, sidechain=False),
+        _side("p", "r2", 2**23),
+        _side("p", "r1", 2**23, sidechain=False),
     ]
     tree = Tree(root / "claude")
     tree.session(lines)
@@ -989,8 +1010,17 @@ def cache_creation(root: Path) -> Corpus:
 def fast_mode(root: Path) -> Corpus:
     """`fast` multiplies a whole entry's cost (x6 opus-4-6/4-7, x2 opus-4-8/5, x1 others)."""
     lines: list[Line] = []
-    models = [OPUS_46, "claude-opus-4-7-20260416", "claude-opus-4-8", "claude-opus-5",
-              "claude-opus-4-6-thinking", SONNET_45, HAIKU_45, OPUS_45, "claude-opus-4-1"]
+    models = [
+        OPUS_46,
+        "claude-opus-4-7-20260416",
+        "claude-opus-4-8",
+        "claude-opus-5",
+        "claude-opus-4-6-thinking",
+        SONNET_45,
+        HAIKU_45,
+        OPUS_45,
+        "claude-opus-4-1",
+    ]
     for number, model in enumerate(models):
         for speed in ("fast", "standard"):
             lines.append(assistant(
@@ -998,8 +1028,15 @@ def fast_mode(root: Path) -> Corpus:
                 input_tokens=1_000, output_tokens=2_000, cache_read=30_000, cache_creation=4_000,
                 changes={"message.usage.speed": speed},
             ))  # fmt: skip
-    lines.append(assistant("msg_fusd", "req_fusd", model=OPUS_46, input_tokens=10,
-                           changes={"message.usage.speed": "fast", "costUSD": 0.125}))
+    lines.append(
+        assistant(
+            "msg_fusd",
+            "req_fusd",
+            model=OPUS_46,
+            input_tokens=10,
+            changes={"message.usage.speed": "fast", "costUSD": 0.125},
+        )
+    )
     return _probes(root, lines)
 
 
@@ -1010,8 +1047,13 @@ def _with_advisors(day: int, advisors: list[Any], mid: str | None, rid: str | No
                    input_tokens: int = 100, output_tokens: int = 0, sidechain: bool = False,
                    changes: Mapping[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     return assistant(
-        mid, rid, input_tokens=input_tokens, output_tokens=output_tokens, timestamp=at(day),
-        sidechain=sidechain, changes={"message.usage.iterations": advisors, **(changes or {})},
+        mid,
+        rid,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        timestamp=at(day),
+        sidechain=sidechain,
+        changes={"message.usage.iterations": advisors, **(changes or {})},
     )
 
 
@@ -1149,11 +1191,15 @@ def malformed(root: Path) -> Corpus:
     tree.write_bytes(folder + "f.jsonl", good(14) + good(15) + b"\n")  # two objects, one line
     tree.write_bytes(folder + "g.jsonl", b"   " + good(16) + b"   \n\t" + good(17) + b"\n")
     tree.write_bytes(folder + "h.jsonl", good(18) + b"\n\x00\x00\x00\n" + good(19) + b"\n")
-    tree.write_bytes(folder + "i.jsonl",
-                     good(20) + b"\n" + good(21) + b" x\n" + good(22)[:-1] + b",}\n")
+    tree.write_bytes(
+        folder + "i.jsonl", good(20) + b"\n" + good(21) + b" x\n" + good(22)[:-1] + b",}\n"
+    )
     tree.write_bytes(folder + "j.jsonl", good(23).replace(b'"hi"', b'"\\ud800"') + b"\n")
-    tree.write_bytes(folder + "k.jsonl", good(24).replace(
-        b'"cwd":"/home/alice/proj"', b'"cwd":"/home/alice/proj","cwd":"/x"') + b"\n")
+    tree.write_bytes(
+        folder + "k.jsonl",
+        good(24).replace(b'"cwd":"/home/alice/proj"', b'"cwd":"/home/alice/proj","cwd":"/x"')
+        + b"\n",
+    )
     tree.write_bytes(folder + "l.jsonl", good(25).replace(b'"hi"', b'"h\xc3"') + b"\n")
     tree.write_bytes(folder + "m.jsonl", good(26) + b"\n" + good(27)[:40])  # truncated last line
     tree.write_bytes(folder + "n.jsonl", good(28).replace(b'"hi"', b'"\xe2\x82\xac \\u00e9"')
@@ -1172,6 +1218,7 @@ def _discovery_line(bit: int) -> dict[str, Any]:
 
 def _discovery_tree(base: Path) -> dict[str, Path]:
     """The q14 layout: two config dirs, odd names and depths, symlinks, a home and an XDG dir."""
+
     def put(rel: str, bit: int) -> None:
         path = base / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -1663,8 +1710,14 @@ class _RandomWriter:
             line["message"]["usage"] = {**copy.deepcopy(usage), "output_tokens": output}
             kind = kinds[number % 3]
             if kind == "tool_use":
-                line["message"]["content"] = [{"type": "tool_use", "id": self._next("toolu_"),
-                                               "name": "Bash", "input": {"command": "ls"}}]
+                line["message"]["content"] = [
+                    {
+                        "type": "tool_use",
+                        "id": self._next("toolu_"),
+                        "name": "Bash",
+                        "input": {"command": "ls"},
+                    }
+                ]
             elif kind == "thinking":
                 line["message"]["content"] = [{"type": "thinking", "thinking": self._words(3, 30),
                                                "signature": "sig"}]  # fmt: skip
@@ -1684,8 +1737,14 @@ class _RandomWriter:
     # -- events
     def turn(self, session: _Session) -> None:
         rng = self.rng
-        session.lines.append(user_prompt(self._words(2, 20), timestamp=self._stamp(session, 5),
-                                         cwd=session.cwd, session=session.session_id))
+        session.lines.append(
+            user_prompt(
+                self._words(2, 20),
+                timestamp=self._stamp(session, 5),
+                cwd=session.cwd,
+                session=session.session_id,
+            )
+        )
         for _ in range(rng.randint(1, 3)):
             response = self.response(session)
             session.lines.extend(response.copies)
@@ -1783,8 +1842,14 @@ class _RandomWriter:
                                   "content": "Conversation compacted",
                                   "timestamp": self._stamp(session, 0)})  # fmt: skip
         else:
-            session.lines.append(user_prompt(self._words(1, 400), timestamp=self._stamp(session, 1),
-                                             cwd=session.cwd, session=session.session_id))
+            session.lines.append(
+                user_prompt(
+                    self._words(1, 400),
+                    timestamp=self._stamp(session, 1),
+                    cwd=session.cwd,
+                    session=session.session_id,
+                )
+            )
 
     def bad(self, session: _Session) -> None:
         """A line both readers must drop; often a copy of a real response, made larger."""
@@ -1802,13 +1867,33 @@ class _RandomWriter:
         elif kind == 1:
             line = '{"type":"assistant","message":{"usage":{"input_tokens":5'
         elif kind == 2:
-            line = edit(base, {rng.choice(["cwd", "requestId", "version", "sessionId",
-                                           "message.model", "costUSD", "message.id"]): None})
+            line = edit(
+                base,
+                {
+                    rng.choice(
+                        [
+                            "cwd",
+                            "requestId",
+                            "version",
+                            "sessionId",
+                            "message.model",
+                            "costUSD",
+                            "message.id",
+                        ]
+                    ): None
+                },
+            )
         elif kind == 3:
             line = edit(base, {"version": rng.choice(["v2", "2.0", "", "2.x.1"])})
         elif kind == 4:
-            line = edit(base, {"timestamp": rng.choice(["2026-11-28T10:00:05.123456Z",
-                                                        "2026-11-28T10:00:05", "yesterday"])})
+            line = edit(
+                base,
+                {
+                    "timestamp": rng.choice(
+                        ["2026-11-28T10:00:05.123456Z", "2026-11-28T10:00:05", "yesterday"]
+                    )
+                },
+            )
         elif kind == 5:
             # a key ccusage reads: dropped whether or not the line holds a null (see the bug
             # corpus on duplicate keys for the others)
@@ -1840,7 +1925,7 @@ class _RandomWriter:
         resumed = self._session(session.cwd)
         resumed.model, resumed.legacy_cost, resumed.fast = session.model, False, session.fast
         resumed.clock = session.clock
-        tail = session.lines[-self.rng.randint(1, 25):]
+        tail = session.lines[-self.rng.randint(1, 25) :]
         resumed.lines.extend(copy.deepcopy(line) for line in tail)
         resumed.responses = list(session.responses[-5:])
         return resumed
@@ -1873,8 +1958,13 @@ class _RandomWriter:
     def write(self, tree: Tree) -> None:
         for session in self.sessions:
             if session.lines:
-                tree.write(session.rel, session.lines, newline=session.newline,
-                           final_newline=session.final_newline, prefix=session.prefix)
+                tree.write(
+                    session.rel,
+                    session.lines,
+                    newline=session.newline,
+                    final_newline=session.final_newline,
+                    prefix=session.prefix,
+                )
             for agent, lines in session.subagents.items():
                 tree.subagent(lines, agent, slug=session.slug, session=session.session_id)
 

@@ -146,7 +146,7 @@ class LedgerRun:
 def _start_ledger(case: corpus.Corpus, scratch: Path, state: Path) -> subprocess.Popen[str]:
     spool = scratch / "spool"
     command = [
-        sys.executable, "-m", "agentwatch.exporter.cli", "--log-level", "warning",
+        sys.executable, "-m", "agentwatch.cli", "--log-level", "warning",
         "sentinel", "token-ledger", "--once", "--spool-dir", str(spool), "--state-dir", str(state),
     ]  # fmt: skip
     return subprocess.Popen(
@@ -363,26 +363,36 @@ class Deliberate:
 
 def _deliberate_cases() -> Iterator[tuple[str, Deliberate]]:
     sonnet = corpus.SONNET_45
-    yield "shrinking_copy_keeps_the_larger_count", Deliberate(
-        [corpus.assistant("m", "r", input_tokens=100)],
-        {"input": 100, "output": 100, "cache_read": 0, "cache_creation": 0},
-        100 * 15e-6,  # the input stays counted; the cost is the winner's (the larger one)
-        later=[corpus.assistant("m", "r", output_tokens=100)],  # wins: costlier, same total
+    yield (
+        "shrinking_copy_keeps_the_larger_count",
+        Deliberate(
+            [corpus.assistant("m", "r", input_tokens=100)],
+            {"input": 100, "output": 100, "cache_read": 0, "cache_creation": 0},
+            100 * 15e-6,  # the input stays counted; the cost is the winner's (the larger one)
+            later=[corpus.assistant("m", "r", output_tokens=100)],  # wins: costlier, same total
+        ),
     )
-    yield "lower_cost_winner_keeps_the_higher_cost", Deliberate(
-        [corpus.assistant("m", "r", model=corpus.OPUS_46, input_tokens=100)],
-        {"input": 100, "output": 1, "cache_read": 0, "cache_creation": 0},
-        100 * 5e-6,  # the opus copy's cost stays; the sonnet winner is cheaper
-        later=[corpus.assistant("m", "r", input_tokens=100, output_tokens=1)],
+    yield (
+        "lower_cost_winner_keeps_the_higher_cost",
+        Deliberate(
+            [corpus.assistant("m", "r", model=corpus.OPUS_46, input_tokens=100)],
+            {"input": 100, "output": 1, "cache_read": 0, "cache_creation": 0},
+            100 * 5e-6,  # the opus copy's cost stays; the sonnet winner is cheaper
+            later=[corpus.assistant("m", "r", input_tokens=100, output_tokens=1)],
+        ),
     )
     yield "negative_cost_usd_is_not_subtracted", Deliberate(
         [corpus.assistant("m1", "r1", input_tokens=1, changes={"costUSD": -0.5}),
          corpus.assistant("m2", "r2", input_tokens=1, changes={"costUSD": 1.5})],
         {"input": 2, "output": 0, "cache_read": 0, "cache_creation": 0}, 1.5,
     )  # fmt: skip
-    yield "tokens_above_2_53_lose_precision", Deliberate(
-        [corpus.assistant("m", "r", model="foo", input_tokens=2**53 + 1)],
-        {"input": 2**53, "output": 0, "cache_read": 0, "cache_creation": 0}, 0.0,
+    yield (
+        "tokens_above_2_53_lose_precision",
+        Deliberate(
+            [corpus.assistant("m", "r", model="foo", input_tokens=2**53 + 1)],
+            {"input": 2**53, "output": 0, "cache_read": 0, "cache_creation": 0},
+            0.0,
+        ),
     )
     yield "odd_model_names_are_not_fuzzy_matched", Deliberate(
         [corpus.assistant(f"m{n}", f"r{n}", model=model, input_tokens=1000)

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from agentwatch.core import claude
+
 
 @dataclass
 class DemoSession:
@@ -103,5 +105,4 @@ def api_error_line(session: DemoSession, cwd: str) -> dict:
 
 def transcript_path(claude_dir: Path, session: DemoSession) -> tuple[Path, str]:
     cwd = f"/home/demo/{session.project}"
-    slug = cwd.replace("/", "-")
-    return claude_dir / "projects" / slug / f"{session.session_id}.jsonl", cwd
+    return claude.transcript_path(claude_dir / "projects", cwd, session.session_id), cwd

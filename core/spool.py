@@ -17,6 +17,8 @@ from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.utils import floatToGoString
 
+from agentwatch.core.files import write_atomic
+
 SUFFIX = ".prom"
 INTERVAL_METRIC = "agentwatch_sentinel_interval_seconds"
 
@@ -85,8 +87,7 @@ def write(
     interval: float,
     families: Callable[[], Iterable[Metric | str]],
 ) -> Path:
-    """Write `<spool>/<sentinel>.prom` atomically: a temp file in the same folder, renamed
-    over the old one, so a reader never sees half a file."""
+    """Write `<spool>/<sentinel>.prom` atomically (a reader never sees half a file)."""
     declared = GaugeMetricFamily(
         INTERVAL_METRIC,
         "The interval a sentinel promises to rewrite its spool file within.",
@@ -94,17 +95,8 @@ def write(
     )
     declared.add_metric([sentinel], interval)
     text = render([*families(), declared])
-    spool_dir.mkdir(parents=True, exist_ok=True)
     path = spool_path(spool_dir, sentinel)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    finally:
-        if temporary.exists():
-            temporary.unlink()
+    write_atomic(path, text)
     return path
 
 

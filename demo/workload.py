@@ -136,7 +136,7 @@ def _alive(pid: int) -> bool:
 
 def agent_argv(role: Role, settings: Settings, seed: int) -> list[str]:
     argv = [
-        sys.executable, "-m", "agentwatch.exporter.demo_agent", str(settings.claude_dir),
+        sys.executable, "-m", "agentwatch.demo.agent", str(settings.claude_dir),
         "--project", role.project, "--model", role.model,
         "--tokens", str(role.tokens_per_turn),
         "--every", str(settings.seconds_per_turn * role.pace), "--seed", str(seed),
@@ -196,7 +196,7 @@ def run(settings: Settings) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m agentwatch.exporter.demo_workload",
+        prog="python -m agentwatch.demo.workload",
         description="Run simulated Claude Code sessions in tmux panes (the demo workload).",
     )
     parser.add_argument("claude_dir", type=Path, help="the demo's CLAUDE_CONFIG_DIR")

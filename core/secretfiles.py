@@ -53,9 +53,12 @@ def require_private(path: Path, holds: str) -> str | None:
     return line
 
 
-def secret_files(cfg: Any) -> Iterable[tuple[Path, str, bool]]:
-    """Every file the config names that holds or may hold a secret: (path, what it holds,
-    whether the reader refuses it when others can read it)."""
+SecretFile = tuple[Path, str, bool]  # (path, what it holds, refused when others can read it)
+
+
+def secret_files(cfg: Any) -> Iterable[SecretFile]:
+    """Every file the core sections of the config name that holds or may hold a secret.
+    Sentinels name their own (agentwatch.sentinels.contract: `secret_files`)."""
     if cfg.source is not None:
         yield cfg.source, "config file; URLs in it may carry credentials", False
     for section in ("exporter", "controller"):
@@ -66,16 +69,10 @@ def secret_files(cfg: Any) -> Iterable[tuple[Path, str, bool]]:
     token_file = cfg["controller"]["orchestrator"]["token_file"]
     if token_file is not None:
         yield token_file, "controller.orchestrator.token_file: a bearer token", True
-    release = cfg["sentinels"].get("release-readiness", {})
-    for repository in release.get("repositories", []):
-        ci = repository["probes"].get("ci") or {}
-        if ci.get("token_file") is not None:
-            where = f"release-readiness {repository['name']} probes.ci.token_file: a token"
-            yield ci["token_file"], where, True
 
 
-def _tls_key_files(web_config: Path, section: str) -> Iterable[tuple[Path, str, bool]]:
-    from agentwatch.exporter.webconfig import WebConfigError, read_raw
+def _tls_key_files(web_config: Path, section: str) -> Iterable[SecretFile]:
+    from agentwatch.core.webconfig import WebConfigError, read_raw
 
     try:
         raw = read_raw(web_config)
@@ -89,11 +86,11 @@ def _tls_key_files(web_config: Path, section: str) -> Iterable[tuple[Path, str, 
         yield key, f"{section} TLS private key", True
 
 
-def audit(cfg: Any) -> list[str]:
+def audit(files: Iterable[SecretFile]) -> list[str]:
     """Warnings for `agentwatch config check`: each secret file others or the group can read."""
     seen: set[Path] = set()
     lines: list[str] = []
-    for path, holds, strict in secret_files(cfg):
+    for path, holds, strict in files:
         if path in seen:
             continue
         seen.add(path)

@@ -6,7 +6,7 @@ import logging
 import subprocess
 from dataclasses import dataclass
 
-from agentwatch.exporter.log import FailureGate
+from agentwatch.core.log import FailureGate
 
 log = logging.getLogger("agentwatch.resources")
 

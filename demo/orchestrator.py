@@ -1,6 +1,6 @@
 """A tiny stand-in orchestrator speaking the subset of Bernstein's task-server API we use.
 
-    python -m agentwatch.controller.demo_orchestrator --listen 127.0.0.1:8052 \
+    python -m agentwatch.demo.orchestrator --listen 127.0.0.1:8052 \
         --state-file /tmp/orchestrator.json [--budget-usd 20] [--max-agents 4]
 
 Endpoints (JSON): GET /status, GET /costs/current, GET /tasks, GET /drain, POST /config
@@ -24,10 +24,12 @@ import sys
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
+
+from agentwatch.core.files import write_atomic
+from agentwatch.core.http import Handler, make_server
 
 MAX_BODY = 1 << 16
 TASK_FAIL = re.compile(r"^/tasks/([^/]+)/fail$")
@@ -60,10 +62,7 @@ class Orchestrator:
         }
 
     def save(self) -> None:
-        self.state_file.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.state_file.with_name(f".{self.state_file.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(self.snapshot(), indent=2) + "\n", encoding="utf-8")
-        os.replace(temporary, self.state_file)
+        write_atomic(self.state_file, json.dumps(self.snapshot(), indent=2) + "\n")
 
     def counts(self) -> dict[str, int]:
         counts = dict.fromkeys(("open", "claimed", "done", "failed"), 0)
@@ -104,13 +103,13 @@ def _number(value: Any, name: str) -> float:
     return float(value)
 
 
-def make_handler(orc: Orchestrator, token: str | None) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+def make_handler(orc: Orchestrator, token: str | None) -> type[Handler]:
+    class OrchestratorHandler(Handler):
         server_version = "agentwatch-demo-orchestrator"
 
         def _authorized(self) -> bool:
             if token and self.headers.get("Authorization", "") != f"Bearer {token}":
-                self._send(401, {"detail": "unauthorized"})
+                self.send_json(401, {"detail": "unauthorized"})
                 return False
             return True
 
@@ -135,15 +134,15 @@ def make_handler(orc: Orchestrator, token: str | None) -> type[BaseHTTPRequestHa
             route = urlsplit(self.path).path
             with orc.lock:
                 if route == "/status":
-                    self._send(200, orc.status())
+                    self.send_json(200, orc.status())
                 elif route == "/costs/current":
-                    self._send(200, orc.costs())
+                    self.send_json(200, orc.costs())
                 elif route == "/tasks":
-                    self._send(200, list(orc.tasks.values()))
+                    self.send_json(200, list(orc.tasks.values()))
                 elif route == "/drain":
-                    self._send(200, {"draining": orc.draining, "active_agents": orc.agents})
+                    self.send_json(200, {"draining": orc.draining, "active_agents": orc.agents})
                 else:
-                    self._send(404, {"detail": "not found"})
+                    self.send_json(404, {"detail": "not found"})
 
         def do_POST(self) -> None:
             if not self._authorized():
@@ -157,7 +156,7 @@ def make_handler(orc: Orchestrator, token: str | None) -> type[BaseHTTPRequestHa
                         orc.save()
             except BadRequest as err:
                 status, answer = 400, {"detail": str(err)}
-            self._send(status, answer)
+            self.send_json(status, answer)
 
         def _post(self, route: str, body: Any) -> tuple[int, dict[str, Any]]:
             if not isinstance(body, dict):
@@ -203,23 +202,12 @@ def make_handler(orc: Orchestrator, token: str | None) -> type[BaseHTTPRequestHa
                 return 200, task
             return 404, {"detail": "not found"}
 
-        def _send(self, status: int, payload: Any) -> None:
-            data = json.dumps(payload).encode() + b"\n"
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    return Handler
+    return OrchestratorHandler
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m agentwatch.controller.demo_orchestrator",
+        prog="python -m agentwatch.demo.orchestrator",
         description="A tiny orchestrator speaking the Bernstein API subset agentwatch uses.",
     )
     parser.add_argument("--listen", default="127.0.0.1:8052", help="HOST:PORT (127.0.0.1:8052)")
@@ -232,14 +220,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.token_env and not token:
         print(f"${args.token_env} is empty", file=sys.stderr)
         return 2
-    host, _, port = args.listen.rpartition(":")
     orc = Orchestrator(args.state_file, args.budget_usd, args.max_agents)
     try:
-        server = ThreadingHTTPServer((host, int(port)), make_handler(orc, token))
+        server = make_server(args.listen, make_handler(orc, token))
     except (OSError, ValueError) as err:
         print(f"cannot listen on {args.listen}: {err}", file=sys.stderr)
         return 2
-    server.daemon_threads = True
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     print(f"demo orchestrator on http://{args.listen}, state {args.state_file}", flush=True)
     try:

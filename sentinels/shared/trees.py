@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from agentwatch.sentinels.resources.proctable import Proc
+from agentwatch.sentinels.shared.proctable import Proc
 
 COMM_MAX = 15  # the kernel truncates a process name (comm) to 15 bytes
 MAX_DEPTH = 512  # guards the ancestor walk against a ppid loop read across a racing scan

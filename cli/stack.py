@@ -8,15 +8,18 @@ Only configuration is generated here; the binaries are Debian's (`prometheus`,
 from __future__ import annotations
 
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import requests
 import yaml
 
-from agentwatch.exporter import config
+from agentwatch.cli import assets
+from agentwatch.core import config
+from agentwatch.core.files import write_atomic
 
-RULES_DIR = Path(__file__).resolve().parents[1] / "rules"
 LOCAL_ALERTMANAGER = "alertmanager-local.yml"
 JOB = "agentwatch"
 
@@ -30,8 +33,9 @@ class StackFiles:
     alerts_log: Path
 
 
-def rule_files(rules_dir: Path = RULES_DIR) -> list[Path]:
+def rule_files(rules_dir: Path | None = None) -> list[Path]:
     """The rule groups Prometheus loads (everything in rules/ but Alertmanager's files)."""
+    rules_dir = rules_dir or assets.rules_dir()
     return sorted(
         path
         for path in rules_dir.glob("*.yml")
@@ -49,9 +53,29 @@ def binaries() -> dict[str, str | None]:
 def missing() -> list[str]:
     """What the stack lacks on this machine (empty: it can run)."""
     lacking = [name for name, path in binaries().items() if path is None]
-    if not rule_files() or not (RULES_DIR / LOCAL_ALERTMANAGER).is_file():
-        lacking.append(f"the rules in {RULES_DIR}")
+    rules_dir = assets.rules_dir()
+    if not rule_files(rules_dir) or not (rules_dir / LOCAL_ALERTMANAGER).is_file():
+        lacking.append(f"the rules in {rules_dir}")
     return lacking
+
+
+def prometheus_ui(listen: str, wait: float = 15.0) -> str:
+    """The base URL of Prometheus' pages, ending in `/`. Upstream builds serve them at the
+    root (/alerts, /rules, /targets); Debian's package only at /classic/..., and its root
+    redirects there. Waits up to `wait` seconds for Prometheus to answer."""
+    root = f"http://{listen}/"
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            reply = requests.get(root, allow_redirects=False, timeout=1.0)
+        except requests.RequestException:
+            if time.monotonic() >= deadline:
+                return root
+            time.sleep(0.2)
+            continue
+        if "/classic/" in reply.headers.get("Location", ""):
+            return root + "classic/"
+        return root
 
 
 def _seconds(value: float) -> str:
@@ -75,8 +99,9 @@ def prometheus_config(cfg: config.Config, exporter_listen: str, rules: list[Path
     }
 
 
-def alertmanager_config(cfg: config.Config, rules_dir: Path = RULES_DIR) -> dict[str, Any]:
+def alertmanager_config(cfg: config.Config, rules_dir: Path | None = None) -> dict[str, Any]:
     """The shipped local routing, with this stack's webhook address and group wait."""
+    rules_dir = rules_dir or assets.rules_dir()
     raw = yaml.safe_load((rules_dir / LOCAL_ALERTMANAGER).read_text(encoding="utf-8"))
     stack = cfg["stack"]
     url = f"http://{stack['webhook_listen']}/alerts"
@@ -106,10 +131,10 @@ def write_configs(cfg: config.Config, state: Path, exporter_listen: str) -> Stac
     for folder in (files.prometheus_data, files.alertmanager_data):
         folder.mkdir(parents=True, exist_ok=True)
     prometheus = prometheus_config(cfg, exporter_listen, rule_files())
-    files.prometheus_config.write_text(yaml.safe_dump(prometheus, sort_keys=False))
+    write_atomic(files.prometheus_config, yaml.safe_dump(prometheus, sort_keys=False))
     alertmanager = alertmanager_config(cfg)
-    files.alertmanager_config.write_text(yaml.safe_dump(alertmanager, sort_keys=False))
-    files.alertmanager_config.chmod(0o600)  # chat secrets may live in an adapted copy
+    # chat secrets may live in an adapted copy: readable by the user only
+    write_atomic(files.alertmanager_config, yaml.safe_dump(alertmanager, sort_keys=False), 0o600)
     return files
 
 

@@ -1,11 +1,41 @@
-"""Where Claude Code keeps transcripts, found the way Claude Code and ccusage find them."""
+"""What agentwatch knows about Claude Code itself: where it keeps transcripts, how it names a
+project's folder, and which name a project goes by. One module, so the ledger, the controller's
+nudge check, the demo and `agentwatch up` agree (and follow Claude Code in one place)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+_NOT_ALPHANUMERIC = re.compile(r"[^A-Za-z0-9]")
+
+
+def slug(cwd: str) -> str:
+    """Claude Code's folder under `projects/` for a working directory: every character that
+    is not a letter or digit becomes `-` (`/home/alice/my.app` -> `-home-alice-my-app`)."""
+    return _NOT_ALPHANUMERIC.sub("-", cwd)
+
+
+def project_name(cwd: str | None, folder: str = "") -> str:
+    """The project label: the working directory's last component, else the project folder."""
+    if cwd:
+        name = os.path.basename(cwd.rstrip("/"))
+        if name:
+            return name
+    return folder or "unknown"
+
+
+def transcript_path(projects: Path, cwd: str, session: str) -> Path:
+    """Where Claude Code writes the transcript of `session` run in `cwd`."""
+    return projects / slug(cwd) / f"{session}.jsonl"
+
+
+def has_transcripts(roots: Iterable[Path]) -> bool:
+    """Whether any root holds at least one transcript (the demo starts when none does)."""
+    return any(next(walk(root), None) is not None for root in roots)
 
 
 @dataclass(frozen=True)

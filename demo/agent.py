@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentwatch.exporter import demo
+from agentwatch.demo import transcripts as demo
 
 PR_SET_NAME = 15
 PROMPT_BOX = (
@@ -109,7 +109,7 @@ def _append(path: Path, record: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m agentwatch.exporter.demo_agent",
+        prog="python -m agentwatch.demo.agent",
         description="One simulated Claude Code session (for the demo, inside a tmux pane).",
     )
     parser.add_argument("claude_dir", type=Path)

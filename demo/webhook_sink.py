@@ -13,9 +13,10 @@ import json
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from agentwatch.core.http import Handler, make_server
 
 MAX_BODY = 1 << 20
 
@@ -44,19 +45,19 @@ def describe(alert: dict[str, Any], status: str) -> str:
     return " ".join(parts)
 
 
-def make_handler(out: Path, lock: threading.Lock) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+def make_handler(out: Path, lock: threading.Lock) -> type[Handler]:
+    class SinkHandler(Handler):
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             if length <= 0 or length > MAX_BODY:
-                self._reply(400, b"expected a JSON body up to 1 MiB\n")
+                self.send_text(400, "expected a JSON body up to 1 MiB\n")
                 return
             try:
                 payload = json.loads(self.rfile.read(length))
                 alerts = payload["alerts"]
                 status = str(payload.get("status", ""))
             except (ValueError, KeyError, TypeError):
-                self._reply(400, b"not an Alertmanager webhook payload\n")
+                self.send_text(400, "not an Alertmanager webhook payload\n")
                 return
             with lock:
                 with out.open("a", encoding="utf-8") as handle:
@@ -64,35 +65,28 @@ def make_handler(out: Path, lock: threading.Lock) -> type[BaseHTTPRequestHandler
                     handle.write(json.dumps(record, separators=(",", ":")) + "\n")
                 for alert in alerts:
                     print(time.strftime("%H:%M:%S"), describe(alert, status), flush=True)
-            self._reply(200, b"ok\n")
+            self.send_text(200, "ok\n")
 
         def do_GET(self) -> None:
-            self._reply(200, b"agentwatch webhook sink: POST Alertmanager webhooks here\n")
+            self.send_text(200, "agentwatch webhook sink: POST Alertmanager webhooks here\n")
 
-        def _reply(self, code: int, body: bytes) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass  # one line per alert above is the log
-
-    return Handler
+    return SinkHandler
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m agentwatch.exporter.webhook_sink",
+        prog="python -m agentwatch.demo.webhook_sink",
         description="Receive Alertmanager webhooks, print them, append them to a JSONL file.",
     )
     parser.add_argument("--listen", default="127.0.0.1:9849", help="HOST:PORT")
     parser.add_argument("--out", type=Path, required=True, help="JSONL file of payloads")
     args = parser.parse_args(argv)
-    host, _, port = args.listen.rpartition(":")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    server = ThreadingHTTPServer((host, int(port)), make_handler(args.out, threading.Lock()))
+    try:
+        server = make_server(args.listen, make_handler(args.out, threading.Lock()))
+    except (OSError, ValueError) as err:
+        print(f"cannot listen on {args.listen}: {err}", file=sys.stderr)
+        return 2
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever(poll_interval=3600)
     return 0

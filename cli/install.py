@@ -22,12 +22,11 @@ from pathlib import Path
 
 import yaml
 
-from agentwatch.exporter import __version__, config, paths, stack
+from agentwatch.cli import assets, stack
+from agentwatch.core import __version__, config, paths
+from agentwatch.core.files import write_atomic
+from agentwatch.sentinels import registry
 
-ROOT = Path(__file__).resolve().parents[1]
-SYSTEMD_DIR = ROOT / "systemd"
-RULES_DIR = ROOT / "rules"
-GRAFANA_DIR = ROOT / "grafana"
 MANIFEST = "install-manifest.json"
 DASHBOARDS_PLACEHOLDER = "@AGENTWATCH_DASHBOARDS_DIR@"
 
@@ -36,12 +35,39 @@ DASHBOARDS_PLACEHOLDER = "@AGENTWATCH_DASHBOARDS_DIR@"
 UNIT_COMMAND = "%h/.local/bin/agentwatch"
 UNIT_DATA = "%h/.local/share/agentwatch"
 UNIT_STATE = "%h/.local/state/agentwatch"
-LOOP_SENTINELS = ("token-ledger", "resources", "footprint", "idle-error")
 OPTIONAL_UNITS = {
     "agentwatch-prometheus.service": "prometheus",
     "agentwatch-alertmanager.service": "alertmanager",
 }
 _UNSAFE_IN_UNIT = re.compile(r"[\s\"'\\$%;]")
+
+
+def add(commands: argparse._SubParsersAction) -> None:
+    for name, summary in (
+        ("install", "write systemd user units, monitoring configs and an example config"),
+        ("uninstall", "remove what `agentwatch install` wrote (never your config or state)"),
+    ):
+        command = commands.add_parser(
+            name,
+            help=summary,
+            description=summary + ". Prints the `systemctl --user` commands to run; a "
+            "manifest in the data folder records each file, and files you changed are kept.",
+        )
+        command.add_argument("--dry-run", action="store_true", help="show, write nothing")
+        command.add_argument(
+            "--unit-dir",
+            type=Path,
+            help="unit folder (default: $AGENTWATCH_UNIT_DIR or ~/.config/systemd/user)",
+        )
+        command.add_argument(
+            "--prefix",
+            type=Path,
+            help="data folder (default: $AGENTWATCH_PREFIX or ~/.local/share/agentwatch)",
+        )
+        if name == "install":
+            command.add_argument(
+                "--force", action="store_true", help="also replace files changed since install"
+            )
 
 
 class InstallError(Exception):
@@ -79,33 +105,18 @@ class Plan:
         self.files.append(Planned(path, data, mode))
 
 
-def _xdg(variable: str, fallback: str) -> Path:
-    value = os.environ.get(variable, "")
-    return Path(value) if value and os.path.isabs(value) else Path.home() / fallback
-
-
-def default_unit_dir() -> Path:
-    override = os.environ.get("AGENTWATCH_UNIT_DIR")
-    return Path(override) if override else _xdg("XDG_CONFIG_HOME", ".config") / "systemd" / "user"
-
-
-def default_prefix() -> Path:
-    override = os.environ.get("AGENTWATCH_PREFIX")
-    return Path(override) if override else _xdg("XDG_DATA_HOME", ".local/share") / paths.APP
-
-
 def agentwatch_command() -> tuple[str, ...]:
     """How a unit runs agentwatch: the console script next to this Python, else `python -m`.
     sys.executable is kept unresolved: a venv's python is a symlink that must stay one."""
     script = Path(sys.executable).parent / "agentwatch"
     if script.is_file() and os.access(script, os.X_OK):
         return (str(script),)
-    return (sys.executable, "-m", "agentwatch.exporter.cli")
+    return (sys.executable, "-m", "agentwatch.cli")
 
 
 def target_from(args: argparse.Namespace) -> Target:
-    unit_dir = getattr(args, "unit_dir", None) or default_unit_dir()
-    prefix = getattr(args, "prefix", None) or default_prefix()
+    unit_dir = getattr(args, "unit_dir", None) or paths.default_unit_dir()
+    prefix = getattr(args, "prefix", None) or paths.default_data_dir()
     return Target(
         unit_dir=unit_dir.expanduser().absolute(),
         prefix=prefix.expanduser().absolute(),
@@ -161,7 +172,8 @@ def plan_units(cfg: config.Config, target: Target, plan: Plan) -> list[str]:
         "alertmanager": lambda binary: stack.alertmanager_argv(binary, cfg, files),
     }
     left_out = []
-    for source in sorted(SYSTEMD_DIR.glob("agentwatch*.*")):
+    rules_dir = assets.rules_dir()
+    for source in sorted(assets.systemd_dir().glob("agentwatch*.*")):
         exec_start = None
         if source.name in OPTIONAL_UNITS:
             tool = OPTIONAL_UNITS[source.name]
@@ -169,7 +181,7 @@ def plan_units(cfg: config.Config, target: Target, plan: Plan) -> list[str]:
                 left_out.append(source.name)
                 plan.notes.append(f"{source.name} left out: no {tool} binary on PATH")
                 continue
-            if tool == "alertmanager" and not (RULES_DIR / "alertmanager.yml").is_file():
+            if tool == "alertmanager" and not (rules_dir / "alertmanager.yml").is_file():
                 left_out.append(source.name)
                 continue
             exec_start = argv[tool](str(found[tool]))
@@ -195,10 +207,11 @@ def stack_files(target: Target, state: Path) -> stack.StackFiles:
 
 def plan_monitoring(cfg: config.Config, target: Target, plan: Plan) -> None:
     """Rules, Prometheus and Alertmanager configs and Grafana provisioning for this install."""
+    shipped = assets.rules_dir()
     rules_dir = target.prefix / "rules"
-    rules = sorted(RULES_DIR.glob("*.rules.yml"))
+    rules = sorted(shipped.glob("*.rules.yml"))
     if not rules:
-        raise InstallError(f"no rules found in {RULES_DIR}: is this a complete checkout?")
+        raise InstallError(f"no rules found in {shipped}: is this a complete install?")
     for source in rules:
         plan.add(rules_dir / source.name, source.read_bytes())
     files = stack_files(target, cfg.state_dir)
@@ -207,11 +220,11 @@ def plan_monitoring(cfg: config.Config, target: Target, plan: Plan) -> None:
     )
     header = "# Written by `agentwatch install`; `agentwatch uninstall` removes it if unchanged.\n"
     plan.add(files.prometheus_config, header + yaml.safe_dump(prometheus, sort_keys=False))
-    alertmanager = RULES_DIR / "alertmanager.yml"
+    alertmanager = shipped / "alertmanager.yml"
     if alertmanager.is_file():
         # Chat webhooks and tokens end up in the installed copy: readable by the user only.
         plan.add(files.alertmanager_config, alertmanager.read_bytes(), mode=0o600)
-        for template in sorted((RULES_DIR / "templates").glob("*")):
+        for template in sorted((shipped / "templates").glob("*")):
             if template.is_file():
                 plan.add(
                     files.alertmanager_config.parent / "templates" / template.name,
@@ -220,10 +233,11 @@ def plan_monitoring(cfg: config.Config, target: Target, plan: Plan) -> None:
     else:
         plan.notes.append(f"no {alertmanager}: Alertmanager config not installed")
     dashboards = target.prefix / "grafana" / "dashboards"
-    for source in sorted((GRAFANA_DIR / "dashboards").glob("*.json")):
+    grafana = assets.grafana_dir()
+    for source in sorted((grafana / "dashboards").glob("*.json")):
         plan.add(dashboards / source.name, source.read_bytes())
     prometheus_url = f"http://{cfg['stack']['prometheus_listen']}"
-    for source in sorted((GRAFANA_DIR / "provisioning").glob("*/*.yml")):
+    for source in sorted((grafana / "provisioning").glob("*/*.yml")):
         text = source.read_text(encoding="utf-8").replace(DASHBOARDS_PLACEHOLDER, str(dashboards))
         text = text.replace("http://127.0.0.1:9850", prometheus_url)
         plan.add(
@@ -272,24 +286,9 @@ def read_manifest(path: Path) -> dict[str, str]:
     return {str(name): str(digest) for name, digest in files.items()}
 
 
-def _write_file(path: Path, data: bytes, mode: int) -> None:
-    """Atomic write with the final mode set before the content appears."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
 def _write_manifest(target: Target, files: dict[str, str]) -> None:
     document = {"agentwatch": __version__, "files": dict(sorted(files.items()))}
-    _write_file(target.manifest, (json.dumps(document, indent=2) + "\n").encode(), 0o644)
+    write_atomic(target.manifest, (json.dumps(document, indent=2) + "\n").encode(), 0o644)
 
 
 def install(cfg: config.Config, target: Target, dry_run: bool, force: bool) -> int:
@@ -318,14 +317,14 @@ def install(cfg: config.Config, target: Target, dry_run: bool, force: bool) -> i
             kept += 1
             continue
         if action != "unchanged" and not dry_run:
-            _write_file(item.path, item.content, item.mode)
+            write_atomic(item.path, item.content, item.mode)
         if current != wanted or name not in recorded:
             print(f"  {verb}{action:<8}{item.path}")
         written[name] = wanted
     if not target.config_file.exists():
         print(f"  {verb}create  {target.config_file} (example config, every key commented)")
         if not dry_run:
-            _write_file(target.config_file, config.defaults_as_yaml().encode(), 0o600)
+            write_atomic(target.config_file, registry.defaults_as_yaml(), 0o600)
     if not dry_run:
         _write_manifest(target, written)
     for note in plan.notes:
@@ -334,16 +333,19 @@ def install(cfg: config.Config, target: Target, dry_run: bool, force: bool) -> i
     return 1 if kept else 0
 
 
+def sentinel_unit(name: str) -> str:
+    """The unit that runs a sentinel: its loop as an instance of agentwatch-sentinel@.service,
+    or the timer (agentwatch-NAME.timer, shipped with its service) of a sentinel that runs
+    from one."""
+    if registry.get(name).schedule == "timer":
+        return f"agentwatch-{name}.timer"
+    return f"agentwatch-sentinel@{name}.service"
+
+
 def unit_names(cfg: config.Config, left_out: list[str]) -> tuple[list[str], list[str]]:
     """(units to enable for the core set, optional units) by the config's enabled sentinels."""
     core = ["agentwatch-exporter.service"]
-    core += [
-        f"agentwatch-sentinel@{name}.service"
-        for name in LOOP_SENTINELS
-        if cfg.sentinel(name)["enabled"]
-    ]
-    if cfg.sentinel("release-readiness")["enabled"]:
-        core.append("agentwatch-release-readiness.timer")
+    core += [sentinel_unit(name) for name in registry.enabled(cfg)]
     optional = [name for name in OPTIONAL_UNITS if name not in left_out]
     optional.append("agentwatch-controller.service")
     return core, optional
@@ -364,7 +366,7 @@ def next_steps(cfg: config.Config, target: Target, left_out: list[str], dry_run:
         "Logs: journalctl --user -u 'agentwatch-*' -f",
         f"Grafana provisioning: {target.prefix / 'grafana' / 'provisioning'}",
     ]
-    if target.unit_dir != (_xdg("XDG_CONFIG_HOME", ".config") / "systemd" / "user"):
+    if target.unit_dir != paths.user_unit_dir():
         lines.append(f"(units went to {target.unit_dir}, which systemd --user may not read)")
     return "\n".join(lines)
 
@@ -384,7 +386,11 @@ def uninstall(cfg: config.Config, target: Target, dry_run: bool) -> int:
         if Path(name).parent == target.unit_dir
         and Path(name).name != "agentwatch-sentinel@.service"
     )
-    instances = [f"agentwatch-sentinel@{name}.service" for name in LOOP_SENTINELS]
+    instances = [
+        sentinel_unit(name)
+        for name, item in registry.sentinels().items()
+        if item.schedule == "loop"
+    ]
     print("First stop and disable the units:")
     print(f"  systemctl --user disable --now {' '.join(instances + units)}")
     verb = "would remove" if dry_run else "remove"
@@ -428,8 +434,8 @@ def load_config(path: Path | None) -> config.Config:
     """The config install renders from; a --config file that does not exist yet is fine
     (install writes the example there), so it means all defaults."""
     if path is not None and not path.exists():
-        return config.from_mapping({}, None)
-    return config.load(path)
+        return registry.config_from_mapping({})
+    return registry.load_config(path)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,23 +14,19 @@ import hashlib
 import hmac
 import logging
 import os
-import socket
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import bcrypt
 import yaml
 
-from agentwatch.exporter import secretfiles
+from agentwatch.core import secretfiles
 
-log = logging.getLogger("agentwatch.exporter.webconfig")
+log = logging.getLogger("agentwatch.webconfig")
 
-REALM = "agentwatch"
-HANDSHAKE_TIMEOUT = 10.0
 CLIENT_AUTH = {
     "NoClientCert": ssl.CERT_NONE,
     "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
@@ -277,60 +273,6 @@ def _basic_credentials(header: str | None) -> tuple[str, bytes] | None:
         return user.decode("utf-8"), password
     except UnicodeDecodeError:
         return None
-
-
-def authorized(handler: BaseHTTPRequestHandler, auth: Authenticator | None) -> bool:
-    """True when the request may proceed; otherwise a 401 has been sent."""
-    if auth is None or auth.check(handler.headers.get("Authorization")):
-        return True
-    body = b"401 Unauthorized\n"
-    handler.send_response(401)
-    handler.send_header("WWW-Authenticate", f'Basic realm="{REALM}"')
-    handler.send_header("Content-Type", "text/plain; charset=utf-8")
-    handler.send_header("Content-Length", str(len(body)))
-    handler.end_headers()
-    handler.wfile.write(body)
-    return False
-
-
-class SecureHTTPServer(ThreadingHTTPServer):
-    """A threading HTTP server that does the TLS handshake in the request's own thread, so a
-    slow or broken client never blocks the accept loop."""
-
-    daemon_threads = True
-
-    def __init__(
-        self,
-        address: tuple[str, int],
-        handler: type[BaseHTTPRequestHandler],
-        context: ssl.SSLContext | None = None,
-    ):
-        self.tls_context = context
-        if ":" in address[0]:
-            self.address_family = socket.AF_INET6
-        super().__init__(address, handler)
-
-    def finish_request(self, request: Any, client_address: Any) -> None:
-        request.settimeout(HANDSHAKE_TIMEOUT)  # a silent client cannot hold a thread forever
-        if self.tls_context is None:
-            super().finish_request(request, client_address)
-            return
-        try:
-            secure = self.tls_context.wrap_socket(request, server_side=True)
-        except (ssl.SSLError, OSError) as err:
-            log.debug("TLS handshake with %s failed: %s", client_address[0], err)
-            return
-        try:
-            self.RequestHandlerClass(secure, client_address, self)
-        finally:
-            secure.close()
-
-
-def make_server(
-    address: tuple[str, int], handler: type[BaseHTTPRequestHandler], web: WebConfig | None
-) -> SecureHTTPServer:
-    """Bind; TLS when the web config asks for it."""
-    return SecureHTTPServer(address, handler, web.context if web else None)
 
 
 def load_for(path: Path | None, component: str) -> WebConfig | None:

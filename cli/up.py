@@ -22,15 +22,53 @@ from typing import Any
 import requests
 import yaml
 
-from agentwatch.exporter import config, demo_workload, paths, stack
-from agentwatch.exporter.cli import expected_sentinels, spool_collector
-from agentwatch.exporter.runtime import die_with_parent
-from agentwatch.exporter.server import SpoolCollector
-from agentwatch.sentinels.token_ledger import discovery
+from agentwatch.cli import common, stack
+from agentwatch.cli.exporter import spool_collector
+from agentwatch.core import claude, config, paths
+from agentwatch.core.files import write_atomic
+from agentwatch.core.process import die_with_parent
+from agentwatch.demo import workload as demo_workload
+from agentwatch.exporter.collector import SpoolCollector
+from agentwatch.sentinels import registry
 
 log = logging.getLogger("agentwatch.up")
 STATUS_EVERY = 10.0
 RESTART_DELAY = 2.0
+
+
+def add(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "up",
+        help="run the whole set in the foreground: exporter, sentinels, Prometheus, "
+        "Alertmanager, controller (and a demo workload when there are no transcripts)",
+        description="Start the exporter, every enabled sentinel, Prometheus (loading rules/), "
+        "Alertmanager (routing to a local webhook receiver that prints each message) and the "
+        "controller as supervised child processes, print where to look and a live status; "
+        "Ctrl-C stops them all. State lives under one folder (--state-dir). With no "
+        "transcripts on this machine (or --demo) a demo workload runs simulated Claude Code "
+        "sessions in tmux panes (one burns tokens, one stalls on an API error) and a demo "
+        "orchestrator the controller steers.",
+    )
+    common.add_dirs(parser)
+    parser.add_argument("--listen", help="HOST:PORT of the exporter (default: exporter.listen)")
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="run the demo workload even if real transcripts exist (the demo uses its own folder)",
+    )
+    parser.add_argument("--no-demo", action="store_true", help="never start the demo workload")
+    parser.add_argument(
+        "--no-stack",
+        action="store_true",
+        help="no Prometheus, Alertmanager, webhook sink or controller (exporter and sentinels)",
+    )
+    parser.add_argument(
+        "--for",
+        dest="duration",
+        type=float,
+        metavar="SECONDS",
+        help="stop by itself after this many seconds",
+    )
 
 
 @dataclass
@@ -62,8 +100,7 @@ class Child:
 
 
 def _have_transcripts(cfg: config.Config) -> bool:
-    roots = discovery.projects_roots(configured=cfg.sentinel("token-ledger")["claude_config_dir"])
-    return any(next(discovery.walk(root), None) is not None for root in roots)
+    return claude.has_transcripts(claude.projects_roots(configured=cfg.claude_config_dirs))
 
 
 def _raw_config(path: Path | None) -> dict[str, Any]:
@@ -71,7 +108,7 @@ def _raw_config(path: Path | None) -> dict[str, Any]:
     path = path or paths.default_config_file()
     if not path.exists():
         return {}
-    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    raw = config.read_raw(path)
     return raw if isinstance(raw, dict) else {}
 
 
@@ -122,16 +159,10 @@ def derived_config(args: argparse.Namespace, cfg: config.Config, layout: Layout)
         extra["controller"] = {"alertmanagers": [f"http://{cfg['stack']['alertmanager_listen']}"]}
     if layout.demo:
         socket = str(layout.tmux_socket)
-        sentinels = raw.get("sentinels") or {}
+        agents = raw.get("agents") or {}
         extra = _merge(extra, {
-            "sentinels": {
-                "token-ledger": {"claude_config_dir": [str(layout.claude_dir)]},
-                **{
-                    name: {"tmux_sockets": [*(sentinels.get(name) or {}).get("tmux_sockets", []),
-                                            socket]}
-                    for name in ("resources", "idle-error")
-                },
-            },
+            "claude": {"config_dirs": [str(layout.claude_dir)]},
+            "agents": {"tmux_sockets": [*agents.get("tmux_sockets", []), socket]},
             "controller": {
                 "orchestrator": {
                     "kind": "bernstein",
@@ -146,14 +177,13 @@ def derived_config(args: argparse.Namespace, cfg: config.Config, layout: Layout)
             },
         })  # fmt: skip
     merged = _merge(raw, extra)
-    config.from_mapping(merged)  # the same checks every child will make, once, here
-    layout.config_file.write_text(yaml.safe_dump(merged, sort_keys=False))
-    layout.config_file.chmod(0o600)
+    registry.config_from_mapping(merged)  # the same checks every child will make, once, here
+    write_atomic(layout.config_file, yaml.safe_dump(merged, sort_keys=False), 0o600)
     return layout.config_file
 
 
 def _base_argv(args: argparse.Namespace, config_file: Path) -> list[str]:
-    argv = [sys.executable, "-m", "agentwatch.exporter.cli", "--config", str(config_file)]
+    argv = [sys.executable, "-m", "agentwatch.cli", "--config", str(config_file)]
     if args.log_level:
         argv += ["--log-level", args.log_level]
     return argv
@@ -172,7 +202,7 @@ def plan(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> list[C
         Child("exporter", [*base, "exporter", "--spool-dir", str(spool), "--listen", listen], env)
     ]
     sentinel_state = state / "demo" if layout.demo else state
-    for name in expected_sentinels(cfg):
+    for name in registry.enabled(cfg):
         argv = [*base, "sentinel", name, "--spool-dir", str(spool),
                 "--state-dir", str(sentinel_state)]  # fmt: skip
         children.append(Child(name, argv, env))
@@ -180,7 +210,7 @@ def plan(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> list[C
         found = stack.binaries()
         files = stack.write_configs(cfg, state, listen)
         children += [
-            Child("webhook-sink", [sys.executable, "-m", "agentwatch.exporter.webhook_sink",
+            Child("webhook-sink", [sys.executable, "-m", "agentwatch.demo.webhook_sink",
                                    "--listen", cfg["stack"]["webhook_listen"],
                                    "--out", str(files.alerts_log)], env, to_terminal=True),
             Child("alertmanager", stack.alertmanager_argv(str(found["alertmanager"]), cfg, files),
@@ -193,12 +223,12 @@ def plan(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> list[C
         demo = cfg["demo"]
         children += [
             Child("demo-orchestrator", [sys.executable, "-m",
-                                        "agentwatch.controller.demo_orchestrator",
+                                        "agentwatch.demo.orchestrator",
                                         "--listen", demo["orchestrator_listen"],
                                         "--state-file", str(layout.orchestrator_state),
                                         "--max-agents", str(cfg["controller"]["max_agents"])],
                   env),
-            Child("demo", [sys.executable, "-m", "agentwatch.exporter.demo_workload",
+            Child("demo", [sys.executable, "-m", "agentwatch.demo.workload",
                            str(layout.claude_dir), "--tmux-socket", str(layout.tmux_socket),
                            "--orchestrator-state", str(layout.orchestrator_state),
                            "--orchestrator-url", f"http://{demo['orchestrator_listen']}",
@@ -226,22 +256,39 @@ def _status_line(collector: SpoolCollector) -> str:
     )
 
 
+def alert_state(alert: dict[str, Any]) -> str:
+    """An alert's state as Alertmanager names it (active, suppressed, unprocessed), and for a
+    suppressed one what suppresses it (silenced, inhibited)."""
+    status = alert.get("status") if isinstance(alert.get("status"), dict) else {}
+    state = str(status.get("state") or "unknown")
+    if state != "suppressed":
+        return state
+    why = [word for word, key in (("silenced", "silencedBy"), ("inhibited", "inhibitedBy"))
+           if status.get(key)]  # fmt: skip
+    return f"suppressed: {' and '.join(why)}" if why else state
+
+
+def alerts_line(alerts: Any) -> str:
+    """Firing alerts by name; each one that is not active says its state."""
+    if not isinstance(alerts, list):
+        return "alerts: Alertmanager not answering yet"
+    names = []
+    for alert in alerts:
+        if isinstance(alert, dict):
+            labels = alert.get("labels") if isinstance(alert.get("labels"), dict) else {}
+            state = alert_state(alert)
+            name = str(labels.get("alertname", "?"))
+            names.append(name if state == "active" else f"{name} ({state})")
+    return f"alerts firing {len(names)}" + (f": {', '.join(sorted(names))}" if names else "")
+
+
 def _alerts_line(alertmanager: str) -> str:
-    """Firing alerts by name, as Alertmanager sees them (silenced ones marked)."""
     try:
         reply = requests.get(f"http://{alertmanager}/api/v2/alerts", timeout=1.0)
         alerts = reply.json() if reply.ok else None
     except (requests.RequestException, ValueError):
         alerts = None
-    if not isinstance(alerts, list):
-        return "alerts: Alertmanager not answering yet"
-    names = sorted(
-        str((alert.get("labels") or {}).get("alertname", "?"))
-        + ("" if (alert.get("status") or {}).get("state") == "active" else " (silenced)")
-        for alert in alerts
-        if isinstance(alert, dict)
-    )
-    return f"alerts firing {len(names)}" + (f": {', '.join(names)}" if names else "")
+    return alerts_line(alerts)
 
 
 def _decision_line(state_file: Path) -> str:
@@ -265,7 +312,7 @@ def _decision_line(state_file: Path) -> str:
     return f"controller: {', '.join(flags)} ({reasons})"
 
 
-def run_up(args: argparse.Namespace, cfg: config.Config) -> int:
+def run(args: argparse.Namespace, cfg: config.Config) -> int:
     spool = args.spool_dir or cfg.spool_dir
     state = args.state_dir or cfg.state_dir
     paths.ensure_dir(state)
@@ -293,10 +340,11 @@ def run_up(args: argparse.Namespace, cfg: config.Config) -> int:
     listen = args.listen or cfg["exporter"]["listen"]
     stack_cfg = cfg["stack"]
     sentinel_state = state / "demo" if layout.demo else state
+    prometheus = stack.prometheus_ui(stack_cfg["prometheus_listen"]) if layout.stack else ""
     print(f"agentwatch is running ({', '.join(c.name for c in children)}).")
     print(f"  metrics:      http://{listen}/metrics   (overview: http://{listen}/)")
     if layout.stack:
-        print(f"  prometheus:   http://{stack_cfg['prometheus_listen']}/alerts")
+        print(f"  prometheus:   {prometheus}alerts")
         print(f"  alertmanager: http://{stack_cfg['alertmanager_listen']}/api/v2/alerts")
         print(f"  throttle:     http://{cfg['controller']['listen']}/throttle")
         print(f"  alert log:    {state / 'stack' / 'alerts.jsonl'}   "

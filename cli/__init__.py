@@ -1,0 +1,1 @@
+"""The `agentwatch` command line; `agentwatch.cli.main:main` is the console script."""

@@ -1,0 +1,7 @@
+"""`python -m agentwatch.cli`: the same as the `agentwatch` command."""
+
+import sys
+
+from agentwatch.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,63 @@
+"""`agentwatch exporter`: serve the spool merged on /metrics, a landing page and /healthz."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from agentwatch.cli import common
+from agentwatch.core import config, notify
+from agentwatch.core.webconfig import WebConfigError, load_for
+from agentwatch.exporter.collector import SpoolCollector
+from agentwatch.exporter.server import serve
+from agentwatch.sentinels import registry
+
+log = logging.getLogger("agentwatch")
+
+
+def add(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "exporter",
+        help="serve /metrics (spool merged + sentinel health), / and /healthz",
+        description="Serve the spool files merged on /metrics, a landing page on / and "
+        "/healthz. Binds 127.0.0.1 unless --listen says otherwise.",
+    )
+    common.add_dirs(parser, state=False)
+    parser.add_argument("--listen", help="HOST:PORT to bind (default: exporter.listen)")
+
+
+def spool_collector(cfg: config.Config, spool_dir: Path) -> SpoolCollector:
+    """The exporter's view of the spool, as every command that reads it needs it."""
+    return SpoolCollector(
+        spool_dir,
+        expected=registry.enabled(cfg),
+        stale_after_intervals=cfg["exporter"]["stale_after_intervals"],
+        thresholds=cfg["thresholds"],
+    )
+
+
+def run(args: argparse.Namespace, cfg: config.Config) -> int:
+    spool_dir, _ = common.dirs(args, cfg)
+    listen = args.listen or cfg["exporter"]["listen"]
+    try:
+        web = load_for(cfg["exporter"]["web_config_file"], "exporter")
+    except WebConfigError as err:
+        log.error("exporter.web_config_file: %s", err)
+        return 2
+    try:
+        server = serve(spool_collector(cfg, spool_dir), listen, web)
+    except (OSError, ValueError) as err:
+        log.error("cannot listen on %s: %s", listen, err)
+        return 2
+    log.info("serving %s on %s://%s/metrics", spool_dir, server.scheme, listen)
+    notifier = notify.Notifier()
+    notify.stop_on_sigterm(notifier)
+    try:
+        # Pings systemd's watchdog (if any) from the serving loop, after listing the spool.
+        notify.serve_forever(server, notifier, lambda: notify.list_dir(spool_dir))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0

@@ -1,0 +1,73 @@
+"""The `agentwatch` command: one entry point, one module per subcommand (this folder)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from agentwatch.cli import (
+    ack,
+    classify_pane,
+    common,
+    configuration,
+    controller,
+    exporter,
+    hash_password,
+    install,
+    sentinel,
+    status,
+    up,
+)
+from agentwatch.core import __version__, paths
+
+# Commands that run from a loaded config: name -> module with add(commands) and run(args, cfg).
+WITH_CONFIG = {
+    "exporter": exporter,
+    "sentinel": sentinel,
+    "up": up,
+    "status": status,
+    "controller": controller,
+    "ack": ack,
+    "classify-pane": classify_pane,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agentwatch",
+        description="Watch AI coding agents: sentinels measure, the exporter serves Prometheus, "
+        "the controller throttles the orchestrator from the alerts.",
+        epilog=f"Config file: {paths.default_config_file()} (every key optional; "
+        "`agentwatch config show` prints them all).",
+    )
+    parser.add_argument("--version", action="version", version=f"agentwatch {__version__}")
+    parser.add_argument("--config", type=Path, help="config file to use instead of the default")
+    parser.add_argument(
+        "--log-level", choices=["debug", "info", "warning", "error"], help="override log_level"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in (exporter, sentinel, up, status, controller, ack, hash_password):
+        module.add(commands)
+    install.add(commands)
+    configuration.add(commands)
+    classify_pane.add(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "config":
+        return configuration.run(args)
+    if args.command == "hash-password":
+        return hash_password.run(args)
+    if args.command in ("install", "uninstall"):
+        return install.run(args)
+    cfg = common.load(args)
+    if cfg is None:
+        return 2
+    return int(WITH_CONFIG[args.command].run(args, cfg))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

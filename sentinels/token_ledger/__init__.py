@@ -1,0 +1,95 @@
+"""The token ledger: tokens, cost and API errors from Claude Code transcripts, counted once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agentwatch.core.config import Key, duration, int_range, missing_path, optional_path
+from agentwatch.core.loop import Work
+from agentwatch.sentinels.contract import Context, Sentinel
+
+PRICE_KEYS = (
+    "input",
+    "output",
+    "cache_write",
+    "cache_read",
+    "input_above_200k",
+    "output_above_200k",
+    "cache_write_above_200k",
+    "cache_read_above_200k",
+    "fast_multiplier",
+)
+
+
+def price_table(value: Any) -> dict[str, dict[str, float]]:
+    """Model -> {input, output, cache_write, cache_read, ...} in USD per million tokens."""
+    if not isinstance(value, Mapping):
+        raise ValueError("expected a mapping of model name to prices")
+    table: dict[str, dict[str, float]] = {}
+    for model, prices in value.items():
+        if not isinstance(prices, Mapping):
+            raise ValueError(f"{model}: expected a mapping of prices")
+        unknown = set(prices) - set(PRICE_KEYS)
+        if unknown:
+            raise ValueError(f"{model}: unknown price key(s) {', '.join(sorted(unknown))}")
+        for name, price in prices.items():
+            if isinstance(price, bool) or not isinstance(price, int | float) or price < 0:
+                raise ValueError(f"{model}.{name}: expected a non-negative number")
+        if "input" not in prices or "output" not in prices:
+            raise ValueError(f"{model}: 'input' and 'output' prices are required")
+        table[str(model)] = {name: float(price) for name, price in prices.items()}
+    return table
+
+
+def _build(context: Context) -> Work:
+    from agentwatch.sentinels.token_ledger.main import TokenLedger
+
+    return TokenLedger(context)
+
+
+SENTINEL = Sentinel(
+    name="token-ledger",
+    summary="tokens, cost and API errors from Claude Code transcripts",
+    interval=60.0,
+    keys={
+        "reconcile_interval": Key(
+            300.0, duration, "full rescan for changes inotify missed (events are instant)"
+        ),
+        "session_ttl": Key(7200.0, duration, "per-session series expire this long after activity"),
+        "pricing_file": Key(
+            None, optional_path, "a JSON price table replacing the shipped one", missing_path
+        ),
+        "prices": Key({}, price_table, "per-model price overrides, USD per million tokens"),
+        "progress_interval": Key(5.0, duration, "seconds between backfill progress lines"),
+        "workers": Key(
+            0, int_range(0, 64), "processes parsing a large backfill (0: up to 2 cores)"
+        ),
+    },
+    metrics=(
+        "agentwatch_tokens_total",
+        "agentwatch_cost_usd_total",
+        "agentwatch_api_responses_total",
+        "agentwatch_api_errors_total",
+        "agentwatch_api_error_last_timestamp_seconds",
+        "agentwatch_usage_limit_reset_timestamp_seconds",
+        "agentwatch_session_tokens_total",
+        "agentwatch_session_cost_usd_total",
+        "agentwatch_session_first_activity_timestamp_seconds",
+        "agentwatch_session_last_activity_timestamp_seconds",
+        "agentwatch_ledger_files_tracked",
+        "agentwatch_ledger_unread_bytes",
+        "agentwatch_ledger_lines_read_total",
+        "agentwatch_ledger_bytes_read_total",
+        "agentwatch_ledger_lines_rejected_total",
+        "agentwatch_ledger_duplicate_copies_total",
+        "agentwatch_ledger_file_resets_total",
+        "agentwatch_ledger_unpriced_tokens_total",
+        "agentwatch_ledger_read_errors_total",
+        "agentwatch_ledger_database_bytes",
+        "agentwatch_ledger_roots",
+        "agentwatch_ledger_roots_missing",
+        "agentwatch_ledger_roots_polled",
+    ),
+    build=_build,
+)

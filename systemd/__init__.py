@@ -1,0 +1,1 @@
+"""The systemd user units `agentwatch install` renders, shipped as package data."""
