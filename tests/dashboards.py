@@ -78,10 +78,15 @@ class Query(NamedTuple):
 
 @cache
 def load_dashboards() -> dict[str, dict[str, Any]]:
-    """uid -> dashboard model of every committed dashboard."""
+    """uid -> dashboard model of every committed dashboard.
+
+    grafana-foundation-sdk writes no field whose value is null; Grafana reads a missing `id`
+    as null (no database id), and so does this.
+    """
     models = {}
     for path in sorted(DASHBOARD_DIR.glob("*.json")):
         model = json.loads(path.read_text(encoding="utf-8"))
+        model.setdefault("id", None)
         models[model["uid"]] = model
     return models
 
