@@ -3,8 +3,8 @@
 `dashboard_queries()` yields every panel query made concrete (Grafana's macros and template
 variables substituted) so a test can send it to a real Prometheus. `MAY_BE_EMPTY` lists the
 queries that legitimately return nothing in a healthy demo stack, each with its reason; every
-other query must return data there. `anatomy()` is a small PromQL reader (selectors, ranges,
-the function around each selector, grouping labels) that the lint rules walk.
+other query must return data there. `anatomy()` reads a query with promql_parser into what the
+lint rules walk: selectors, ranges, the function around each selector, grouping labels.
 """
 
 from __future__ import annotations
@@ -13,9 +13,12 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
+
+import promql_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 DASHBOARD_DIR = ROOT / "grafana" / "dashboards"
@@ -78,10 +81,15 @@ class Query(NamedTuple):
 
 @cache
 def load_dashboards() -> dict[str, dict[str, Any]]:
-    """uid -> dashboard model of every committed dashboard."""
+    """uid -> dashboard model of every committed dashboard.
+
+    grafana-foundation-sdk writes no field whose value is null; Grafana reads a missing `id`
+    as null (no database id), and so does this.
+    """
     models = {}
     for path in sorted(DASHBOARD_DIR.glob("*.json")):
         model = json.loads(path.read_text(encoding="utf-8"))
+        model.setdefault("id", None)
         models[model["uid"]] = model
     return models
 
@@ -127,25 +135,25 @@ def may_be_empty(query: Query) -> str | None:
     return None
 
 
-# --- a small PromQL reader ----------------------------------------------------------------
+# --- a PromQL reader ----------------------------------------------------------------------
 
-TOKEN = re.compile(
-    r"""
-    (?P<string>"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|`[^`]*`)
-  | (?P<range>\[[^\]]*\])
-  | (?P<number>\d+(?:\.\d+)?(?:e[+-]?\d+)?(?:ms|[smhdwy])?)
-  | (?P<ident>[A-Za-z_:][A-Za-z0-9_:]*)
-  | (?P<op>==|!=|=~|!~|>=|<=|[-+*/%^<>=,(){}])
-  | (?P<space>\s+)
-    """,
-    re.VERBOSE,
-)
 AGGREGATIONS = {
     "sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values",
     "bottomk", "topk", "quantile",
 }  # fmt: skip
-LABEL_LISTS = {"by", "without", "on", "ignoring", "group_left", "group_right"}
-KEYWORDS = {"and", "or", "unless", "bool", "offset", "atan2"}
+OPERATORS = (
+    (promql_parser.MatchOp.Equal, "="),
+    (promql_parser.MatchOp.NotEqual, "!="),
+    (promql_parser.MatchOp.Re, "=~"),
+    (promql_parser.MatchOp.NotRe, "!~"),
+)
+# Grafana's macros in a range or subquery step ([$__rate_interval], [$__range:$__interval]).
+RANGE_MACRO = re.compile(r"(?<=[\[:])\$(?:\{(__\w+)\}|(__\w+))(?=[\]:])")
+# They are no PromQL durations, so the parser reads each as a stand-in duration, named again
+# after parsing; anatomy() refuses an expression that writes a stand-in itself.
+STAND_INS = {name: timedelta(milliseconds=number) for number, name in enumerate(MACROS, 1)}
+# Milliseconds in each unit of a PromQL duration (no weeks: the dashboards write 7d).
+UNITS = {"y": 365 * 86_400_000, "d": 86_400_000, "h": 3_600_000, "m": 60_000, "s": 1000, "ms": 1}
 
 
 @dataclass
@@ -153,7 +161,7 @@ class Selector:
     metric: str
     matchers: list[tuple[str, str, str]]  # (label, operator, value without quotes)
     range: str | None  # what stands between [ and ], if a range selector
-    function: str | None  # the function or aggregation whose parentheses hold it
+    function: str | None  # the innermost function or aggregation that holds it
 
 
 @dataclass
@@ -161,95 +169,79 @@ class Anatomy:
     selectors: list[Selector] = field(default_factory=list)
     functions: list[str] = field(default_factory=list)
     grouping_labels: set[str] = field(default_factory=set)
-    subqueries: list[str] = field(default_factory=list)  # ranges after a parenthesis
+    subqueries: list[str] = field(default_factory=list)  # as written: "[1h:5m]"
 
 
-def _tokens(expr: str) -> list[tuple[str, str]]:
-    out, position = [], 0
-    while position < len(expr):
-        match = TOKEN.match(expr, position)
-        if not match:
-            raise ValueError(f"cannot read {expr[position:]!r} in {expr!r}")
-        position = match.end()
-        kind = match.lastgroup or ""
-        if kind != "space":
-            out.append((kind, match.group()))
-    return out
+def _duration(delta: timedelta) -> str:
+    """A range as the dashboards write it: its macro, or one number in the largest unit that
+    divides it ("7d", "90m", where promql_parser.display_duration says "1w", "1h30m")."""
+    for name, stand_in in STAND_INS.items():
+        if delta == stand_in:
+            return f"${name}"
+    milliseconds = delta // timedelta(milliseconds=1)
+    unit, size = next((unit, size) for unit, size in UNITS.items() if milliseconds % size == 0)
+    return f"{milliseconds // size}{unit}"
 
 
-def _label_list(tokens: list[tuple[str, str]], start: int, into: set[str]) -> int:
-    """Read `( a, b )` from tokens[start]; returns the index after `)`."""
-    if start >= len(tokens) or tokens[start][1] != "(":
-        raise ValueError("expected a label list in parentheses")
-    index = start + 1
-    while tokens[index][1] != ")":
-        if tokens[index][0] == "ident":
-            into.add(tokens[index][1])
-        index += 1
-    return index + 1
+def _stand_in(match: re.Match[str]) -> str:
+    """The stand-in duration for the macro `match` found; only those concrete() knows."""
+    name = match.group(1) or match.group(2)
+    if name not in STAND_INS:
+        raise ValueError(f"unsupported Grafana macro ${name} in {match.string!r}")
+    return f"{STAND_INS[name] // timedelta(milliseconds=1)}ms"
 
 
-def _matchers(tokens: list[tuple[str, str]], start: int) -> tuple[list, int]:
-    """Read `{label op "value", ...}` from tokens[start]; returns matchers and next index."""
-    found, index = [], start + 1
-    while tokens[index][1] != "}":
-        if tokens[index][1] == ",":
-            index += 1
-            continue
-        label, operator, value = tokens[index : index + 3]
-        if label[0] != "ident" or value[0] != "string":
-            raise ValueError(f"bad label matcher near {label[1]!r}")
-        found.append((label[1], operator[1], value[1][1:-1]))
-        index += 3
-    return found, index + 1
+def _matcher(matcher: promql_parser.Matcher) -> tuple[str, str, str]:
+    operator = next(text for op, text in OPERATORS if op == matcher.op)
+    return matcher.name, operator, matcher.value
 
 
 def anatomy(expr: str) -> Anatomy:
-    """What `expr` is made of; raises ValueError on what this reader does not understand."""
-    tokens = _tokens(expr)
+    """What `expr` is made of, read from promql_parser's syntax tree; raises ValueError on what
+    it cannot parse and on a selector without a metric name."""
+    source, macros = RANGE_MACRO.subn(_stand_in, expr)
+    tree = promql_parser.parse(source)  # ValueError on a syntax error
     result = Anatomy()
-    parens: list[str | None] = []  # per open parenthesis: the function it belongs to
-    index = 0
-    while index < len(tokens):
-        kind, text = tokens[index]
-        following = tokens[index + 1][1] if index + 1 < len(tokens) else ""
-        if kind == "ident" and text in LABEL_LISTS:
-            index = _label_list(tokens, index + 1, result.grouping_labels)
-        elif kind == "ident" and text in AGGREGATIONS and following in ("by", "without"):
-            index = _label_list(tokens, index + 2, result.grouping_labels)
-            if tokens[index][1] != "(":
-                raise ValueError(f"{text} {following} (...) must be followed by (")
-            result.functions.append(text)
-            parens.append(text)
-            index += 1
-        elif kind == "ident" and following == "(":
-            result.functions.append(text)
-            parens.append(text)
-            index += 2
-        elif kind == "ident" and text not in KEYWORDS:
-            index += 1
-            matchers: list[tuple[str, str, str]] = []
-            if index < len(tokens) and tokens[index][1] == "{":
-                matchers, index = _matchers(tokens, index)
-            selected_range = None
-            if index < len(tokens) and tokens[index][0] == "range":
-                selected_range = tokens[index][1][1:-1]
-                index += 1
-            function = parens[-1] if parens else None
-            result.selectors.append(Selector(text, matchers, selected_range, function))
-        elif text == "{":
+    open_nodes: list[tuple[promql_parser.Expr, str | None]] = []  # with their function
+
+    def select(selector: promql_parser.VectorSelector, selected_range: str | None) -> None:
+        if selector.name is None:
             raise ValueError(f"selector without a metric name in {expr!r}")
-        elif text == "(":
-            parens.append(None)
-            index += 1
-        elif text == ")":
-            parens.pop()
-            index += 1
-        elif kind == "range":
-            result.subqueries.append(text)
-            index += 1
-        else:
-            index += 1
-    if parens:
-        raise ValueError(f"unbalanced parentheses in {expr!r}")
+        if selector.matchers.or_matchers:
+            raise ValueError(f"`or` inside a selector (no Prometheus reads it) in {expr!r}")
+        function = next((name for _, name in reversed(open_nodes) if name), None)
+        matchers = [_matcher(matcher) for matcher in selector.matchers.matchers]
+        result.selectors.append(Selector(selector.name, matchers, selected_range, function))
+
+    def enter(node: promql_parser.Expr) -> None:
+        function = None
+        if isinstance(node, promql_parser.Call):
+            function = node.func.name
+        elif isinstance(node, promql_parser.AggregateExpr):
+            function = str(node.op)
+            result.grouping_labels.update(node.modifier.labels if node.modifier else [])
+        elif isinstance(node, promql_parser.BinaryExpr) and node.modifier:
+            matching = node.modifier.matching
+            result.grouping_labels.update(matching.labels if matching else [])
+            result.grouping_labels.update(node.modifier.group_labels or [])
+        elif isinstance(node, promql_parser.SubqueryExpr):
+            step = _duration(node.step) if node.step else ""
+            result.subqueries.append(f"[{_duration(node.range)}:{step}]")
+        elif isinstance(node, promql_parser.MatrixSelector):
+            select(node.vector_selector, _duration(node.range))
+        elif isinstance(node, promql_parser.VectorSelector) and not (
+            open_nodes and isinstance(open_nodes[-1][0], promql_parser.MatrixSelector)
+        ):
+            select(node, None)
+        if function:
+            result.functions.append(function)
+        open_nodes.append((node, function))
+
+    def leave(node: promql_parser.Expr) -> None:
+        open_nodes.pop()
+
+    promql_parser.walk(tree, enter, leave)
+    named = [s.range for s in result.selectors if s.range] + result.subqueries
+    if sum(text.count("$") for text in named) != macros:
+        raise ValueError(f"a stand-in range, or a macro that is no range, in {expr!r}")
     return result

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from itertools import combinations
 from pathlib import Path
 from types import ModuleType
@@ -29,6 +30,7 @@ from tests.dashboards import (
     DASHBOARD_DIR,
     MAY_BE_EMPTY,
     ROOT,
+    STAND_INS,
     Anatomy,
     Query,
     anatomy,
@@ -189,7 +191,7 @@ def test_the_five_dashboards_exist() -> None:
 @pytest.mark.parametrize("uid", DASHBOARD_UIDS)
 def test_dashboard_header(uid: str) -> None:
     model = load_dashboards()[uid]
-    assert model["schemaVersion"] == 39
+    assert model["schemaVersion"] == 41  # Grafana 11.6, as grafana-foundation-sdk writes it
     assert len(uid) <= 40 and model["uid"] == uid
     assert model["id"] is None, "provisioned dashboards carry no database id"
     assert model["title"].startswith("agentwatch / ")
@@ -532,6 +534,20 @@ def test_reader_catches_what_the_rules_forbid() -> None:
         anatomy('{__name__="x"}')
     with pytest.raises(ValueError):
         anatomy("sum(rate(x[5m])")
+
+
+def test_reader_gives_macros_and_windows_back_as_written() -> None:
+    """promql_parser reads no Grafana macro and writes 7 days as 1w: the reader names both as
+    the dashboards write them, and refuses a range it could take for a macro's stand-in."""
+    parts = anatomy(
+        "max_over_time(rate(a_total[${__rate_interval}])[$__range:$__interval])"
+        " + max_over_time(b[7d]) + max_over_time(c[90m])"
+    )
+    assert [s.range for s in parts.selectors] == ["$__rate_interval", "7d", "90m"]
+    assert parts.subqueries == ["[$__range:$__interval]"]
+    for stand_in in STAND_INS.values():
+        with pytest.raises(ValueError):
+            anatomy(f"rate(a_total[{stand_in // timedelta(milliseconds=1)}ms])")
 
 
 def test_concrete_substitutes_macros_and_variables() -> None:
