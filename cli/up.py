@@ -259,7 +259,9 @@ def _status_line(collector: SpoolCollector) -> str:
 def alert_state(alert: dict[str, Any]) -> str:
     """An alert's state as Alertmanager names it (active, suppressed, unprocessed), and for a
     suppressed one what suppresses it (silenced, inhibited)."""
-    status = alert.get("status") if isinstance(alert.get("status"), dict) else {}
+    status = alert.get("status")
+    if not isinstance(status, dict):
+        status = {}
     state = str(status.get("state") or "unknown")
     if state != "suppressed":
         return state
@@ -275,7 +277,9 @@ def alerts_line(alerts: Any) -> str:
     names = []
     for alert in alerts:
         if isinstance(alert, dict):
-            labels = alert.get("labels") if isinstance(alert.get("labels"), dict) else {}
+            labels = alert.get("labels")
+            if not isinstance(labels, dict):
+                labels = {}
             state = alert_state(alert)
             name = str(labels.get("alertname", "?"))
             names.append(name if state == "active" else f"{name} ({state})")

@@ -110,8 +110,8 @@ class Driver:
         return bool(self.memo.get("failures"))
 
     def retry_at(self) -> float | None:
-        value = self.memo.get("retry_at")
-        return float(value) if self.failing and number(value) is not None else None
+        value = number(self.memo.get("retry_at"))
+        return value if self.failing else None
 
     def push(self, public: dict[str, Any], now: float) -> None:
         memo = self.memo

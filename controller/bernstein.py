@@ -140,7 +140,9 @@ class BernsteinAdapter:
         reading.cost_usd = number(status.get("cost_usd", status.get("total_cost_usd")))
         draining = status.get("draining")
         reading.draining = draining if isinstance(draining, bool) else None
-        counts = status.get("tasks") if isinstance(status.get("tasks"), dict) else status
+        counts = status.get("tasks")
+        if not isinstance(counts, dict):
+            counts = status
         for name in TASK_STATUSES:
             value = number(counts.get(name))
             if value is not None:

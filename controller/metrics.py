@@ -168,7 +168,7 @@ def orchestrator_families(reading: Reading | None) -> Iterator[Metric]:
         "1 when the orchestrator's status API answered.",
         None if reading is None else float(reading.up),
     )
-    r = reading if known else Reading()
+    r = reading if reading is not None and known else Reading()
     yield _gauge(ORC + "cost_usd", "Spend of the orchestrator's current run in USD.", r.cost_usd)
     yield _gauge(
         ORC + "budget_usd", "Budget of the run as the orchestrator reports it.", r.budget_usd

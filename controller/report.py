@@ -25,7 +25,7 @@ def _why(decision: dict[str, Any]) -> str:
     actions = decision.get("actions")
     if not isinstance(actions, dict) or not actions:
         return "no actionable alerts"
-    parts = []
+    parts: list[str] = []
     for action, names in sorted(actions.items()):
         if isinstance(names, list):
             parts.extend(f"{name} ({action})" for name in names)

@@ -114,7 +114,9 @@ def _policy_from_json(raw: Any, settings: Settings) -> State:
     level = raw.get("level")
     if isinstance(level, bool) or not isinstance(level, int):
         level = settings.max_agents
-    actions_raw = raw.get("actions") if isinstance(raw.get("actions"), dict) else {}
+    actions_raw = raw.get("actions")
+    if not isinstance(actions_raw, dict):
+        actions_raw = {}
     nudges = []
     for item in raw.get("nudges") or []:
         if isinstance(item, list) and len(item) == 3 and all(isinstance(x, str) for x in item):

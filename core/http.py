@@ -76,7 +76,7 @@ class Server(ThreadingHTTPServer):
             log.debug("TLS handshake with %s failed: %s", client_address[0], err)
             return
         try:
-            self.RequestHandlerClass(secure, client_address, self)
+            self.RequestHandlerClass(secure, client_address, self)  # type: ignore[arg-type]
         finally:
             secure.close()
 

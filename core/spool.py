@@ -65,7 +65,7 @@ def render(families: Iterable[Metric | str]) -> str:
         suffix = _SIMPLE_TYPES.get(family.type)
         if suffix is None:
             registry = CollectorRegistry(auto_describe=False)
-            registry.register(_Families([family]))  # type: ignore[arg-type]
+            registry.register(_Families([family]))
             out.append(generate_latest(registry).decode())
             continue
         name = family.name + suffix

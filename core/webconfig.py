@@ -48,8 +48,14 @@ UNSUPPORTED = {
     ),
     "": ("http_server_config",),
 }
-TLS_KEYS = ("cert_file", "key_file", "client_auth_type", "client_ca_file", "min_version")
-TLS_KEYS += ("max_version",)
+TLS_KEYS = (
+    "cert_file",
+    "key_file",
+    "client_auth_type",
+    "client_ca_file",
+    "min_version",
+    "max_version",
+)
 TOP_KEYS = ("tls_server_config", "basic_auth_users")
 # bcrypt of a random password: unknown users cost as much time as known ones.
 _DUMMY_HASH = b"$2b$10$HSSimjcz/pEgksn29nwxL.pdGcWX7z/MuxxW/xEDcCyHm78yiy9cu"

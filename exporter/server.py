@@ -51,7 +51,7 @@ def _landing_page(health: list[SentinelHealth], now: float) -> bytes:
 def make_handler(collector: SpoolCollector, auth: Authenticator | None = None) -> type[Handler]:
     """Routes /metrics, / and /healthz; with basic auth configured every path needs it."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(collector)  # type: ignore[arg-type]
+    registry.register(collector)
 
     class ExporterHandler(Handler):
         server_version = f"agentwatch/{__version__}"

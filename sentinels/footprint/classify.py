@@ -100,7 +100,8 @@ class Signature:
             substrings[field] = tuple(x.lower() for x in value)
         if not compiled.keys() - {"not_cmdline"} and not any(substrings.values()):
             raise SignatureError(f"signature {name}: needs at least one positive matcher")
-        return cls(id=name, kind=kind, **substrings, **compiled)
+        matchers: dict[str, Any] = {**substrings, **compiled}
+        return cls(id=name, kind=kind, **matchers)
 
 
 class Classifier:

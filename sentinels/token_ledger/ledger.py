@@ -13,7 +13,7 @@ import logging
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
@@ -207,7 +207,7 @@ class Ledger:
             pass
         self.flush()
 
-    def read_all(self, workers: int = 1) -> Iterator[int]:
+    def read_all(self, workers: int = 1) -> Generator[int]:
         """Read every pending file to its end, yielding bytes read per chunk (for progress).
 
         Large backfills are parsed by `workers` processes while this one decides; the
@@ -224,7 +224,7 @@ class Ledger:
                 if not got or not self.has_unread(key):
                     break
 
-    def _read_parallel(self, keys: list[str], workers: int) -> Iterator[int]:
+    def _read_parallel(self, keys: list[str], workers: int) -> Generator[int]:
         context = get_context("fork")  # the caller has no threads yet (see main.run)
         pricing_file, overrides = self.pricing_source
         with ProcessPoolExecutor(

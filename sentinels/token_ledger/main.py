@@ -18,7 +18,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
 from prometheus_client.metrics_core import Metric
@@ -253,7 +253,7 @@ class TokenLedger:
         self.counters = CounterText()
         self.handler = _Events(context.wake)
         self.watch: _Watch | None = None
-        self.reading: Iterator[int] | None = None  # the backfill, while it runs
+        self.reading: Generator[int] | None = None  # the backfill, while it runs
         self.progress: _Progress | None = None
         self.next_partial = -math.inf  # partial totals after the first chunk already
         self.last_scan = -math.inf

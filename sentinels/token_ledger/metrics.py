@@ -86,7 +86,7 @@ class CounterText:
         as an increase; older projects keep only the kinds they ever had (bounded)."""
         name = "agentwatch_api_errors"
         projects = {row[0] for row in ledger.sessions.values()}
-        wanted = {
+        wanted: set[tuple[str, ...]] = {
             (project, kind)
             for project in projects
             for kind in ERROR_KINDS

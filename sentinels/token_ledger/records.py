@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
+from typing import Any
 
 import orjson
 
@@ -209,7 +210,7 @@ def is_whole_object(tail: bytes) -> bool:
 
 def _too_deep(obj: object) -> bool:
     """Nesting of MAX_DEPTH containers or more (the top object counts as 1)."""
-    stack = [(obj, 1)]
+    stack: list[tuple[Any, int]] = [(obj, 1)]
     while stack:
         value, depth = stack.pop()
         if depth >= MAX_DEPTH:
@@ -264,8 +265,9 @@ def parse(line: bytes) -> list[Entry]:
     if _has_forbidden_null(canonical):
         raise Rejected("null_field")
 
-    message = obj.get("message")
-    source = obj  # where timestamp, requestId, isSidechain and costUSD live
+    # Any: the shapes are checked with `type(x) is dict` (fast), which mypy does not narrow on.
+    message: Any = obj.get("message")
+    source: Any = obj  # where timestamp, requestId, isSidechain and costUSD live
     progress = False
     if not _usable_message(message):
         data = obj.get("data")
