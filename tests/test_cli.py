@@ -12,6 +12,8 @@ import psutil
 import pytest
 import yaml
 
+from agentwatch.cli import up
+from agentwatch.controller import policy, state
 from agentwatch.sentinels import registry
 from tests.conftest import CLI, free_port, local_config, run_cli, token_totals
 
@@ -118,3 +120,49 @@ def test_up_children_die_with_it_even_on_sigkill(tmp_path: Path) -> None:
     process.wait(timeout=10)
     _gone, alive = psutil.wait_procs(children, timeout=15)
     assert alive == [], "components outlived a killed `agentwatch up`"
+
+
+def test_up_names_alert_states_as_alertmanager_does() -> None:
+    """Alertmanager's API v2 states: active, suppressed (by a silence or an inhibition),
+    unprocessed; only the active ones ask for nothing to be said."""
+
+    def alert(name: str, state: str, silenced: bool = False, inhibited: bool = False) -> dict:
+        return {
+            "labels": {"alertname": name},
+            "status": {
+                "state": state,
+                "silencedBy": ["6c1d"] if silenced else [],
+                "inhibitedBy": ["93af"] if inhibited else [],
+            },
+        }
+
+    alerts = [
+        alert("A", "active"),
+        alert("B", "suppressed", silenced=True),
+        alert("C", "suppressed", inhibited=True),
+        alert("D", "unprocessed"),
+    ]
+    assert up.alerts_line(alerts) == (
+        "alerts firing 4: A, B (suppressed: silenced), C (suppressed: inhibited), D (unprocessed)"
+    )
+    assert up.alerts_line(None) == "alerts: Alertmanager not answering yet"
+
+
+def test_status_shows_the_decision_of_up_demo_and_its_reasons(tmp_path: Path) -> None:
+    """`up --demo` keeps the controller's state under <state>/demo; status finds it there,
+    and a decision written a moment "in the future" (clocks a hair apart) is 0 s old."""
+    settings = policy.Settings(max_agents=4, min_agents=1)
+    decided = policy.State(
+        level=2,
+        paused=True,
+        actions={"pause": ("AgentwatchHostLoadHigh",)},
+        updated_at=time.time() + 0.4,
+    )
+    public = state.decision(decided, settings, (0.0, "default"))
+    state.write(
+        tmp_path / "state" / "demo" / "controller.json",
+        state.document(public, state.Memory(decided)),
+    )
+    shown = run_cli("status", "--state-dir", str(tmp_path / "state"), "--spool-dir", str(tmp_path))
+    assert "because: AgentwatchHostLoadHigh (pause)" in shown.stdout, shown.stdout
+    assert "updated 0s ago" in shown.stdout and "-0s" not in shown.stdout

@@ -101,3 +101,57 @@ def test_durations() -> None:
     for bad in ("", "5 weeks", True, 0):
         with pytest.raises(ValueError):
             config.parse_duration(bad)
+
+
+@pytest.mark.parametrize(
+    ("values", "named"),
+    [
+        (
+            {"controller": {"min_agents": 9, "max_agents": 4}},
+            "controller.min_agents (9) is greater than controller.max_agents (4)",
+        ),
+        (
+            {"exporter": {"listen": "127.0.0.1:9900"}, "controller": {"listen": "127.0.0.1:9900"}},
+            "exporter.listen and controller.listen both listen on 127.0.0.1:9900",
+        ),
+        (
+            {"stack": {"prometheus_listen": "127.0.0.1:9847"}},
+            "exporter.listen and stack.prometheus_listen both listen on 127.0.0.1:9847",
+        ),
+    ],
+)
+def test_contradictions_are_refused_naming_both_keys(
+    tmp_path: Path, values: dict, named: str
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(values))
+    checked = run_cli("--config", str(path), "config", "check")
+    assert checked.returncode == 1 and named in checked.stderr, checked.stderr
+    assert "config OK" not in checked.stdout
+
+
+def test_paths_that_do_not_exist_are_warnings_naming_the_key(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    there = tmp_path / "there"
+    there.mkdir()
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "claude": {"config_dirs": [str(there), str(tmp_path / "typo")]},
+                "sentinels": {
+                    "footprint": {"signatures_file": str(tmp_path / "nope.json")},
+                    "release-readiness": {"repositories": [{"path": str(tmp_path / "repo")}]},
+                },
+            }
+        )
+    )
+    path.chmod(0o600)  # no warning about the config file itself
+    checked = run_cli("--config", str(path), "config", "check")
+    assert checked.returncode == 0 and "config OK" in checked.stdout  # warnings do not fail
+    warnings = [line for line in checked.stderr.splitlines() if line.startswith("warning: ")]
+    assert warnings == [
+        f"warning: claude.config_dirs: {tmp_path / 'typo'} does not exist",
+        f"warning: sentinels.footprint.signatures_file: {tmp_path / 'nope.json'} does not exist",
+        f"warning: sentinels.release-readiness.repositories: [0].path: {tmp_path / 'repo'} "
+        "does not exist",
+    ], checked.stderr

@@ -24,6 +24,7 @@ import pytest
 import requests
 import yaml
 
+from agentwatch.cli import stack as cli_stack
 from tests.conftest import CLI, local_config
 from tests.dashboards import dashboard_queries, may_be_empty
 
@@ -83,6 +84,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         "config": config,
         "started": time.monotonic(),
         "alerts_log": state / "stack" / "alerts.jsonl",
+        "config_path": config_path,
         "prometheus": f"http://{config['stack']['prometheus_listen']}",
         "exporter": f"http://{config['exporter']['listen']}",
     }
@@ -180,6 +182,32 @@ def test_a_real_alert_lowers_the_demo_orchestrators_concurrency(stack: dict[str,
     _wait(stack, "the controller to shrink the demo to min_agents", lowered)
     decision = json.loads((stack["state"] / "demo" / "controller.json").read_text())
     assert "AgentwatchHostMemoryLow" in decision["reasons"]
+
+
+def test_status_shows_the_decision_and_its_reasons(stack: dict[str, Any]) -> None:
+    _wait(stack, "a decision with reasons", lambda: _decision_reasons(stack))
+    shown = subprocess.run(
+        [*CLI, "--config", str(stack["config_path"]), "status", "--state-dir",
+         str(stack["state"]), "--spool-dir", str(stack["state"].parent / "spool")],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert "controller: " in shown.stdout, shown.stdout + shown.stderr
+    assert "AgentwatchHostMemoryLow (shrink)" in shown.stdout, shown.stdout
+    assert "s ago" in shown.stdout and "-0s ago" not in shown.stdout
+
+
+def _decision_reasons(stack: dict[str, Any]) -> list[str]:
+    try:
+        return json.loads((stack["state"] / "demo" / "controller.json").read_text())["reasons"]
+    except (OSError, ValueError, KeyError):
+        return []
+
+
+def test_the_printed_prometheus_pages_open(stack: dict[str, Any]) -> None:
+    """Debian's Prometheus serves its pages only under /classic/; upstream at the root."""
+    base = cli_stack.prometheus_ui(stack["config"]["stack"]["prometheus_listen"])
+    for page in ("alerts", "rules", "targets"):
+        assert requests.get(base + page, timeout=10).status_code == 200, base + page
 
 
 def test_every_dashboard_query_returns_data(stack: dict[str, Any]) -> None:
