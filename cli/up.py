@@ -240,8 +240,11 @@ def plan(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> list[C
 
 
 def _status_line(collector: SpoolCollector) -> str:
+    """Sentinels up out of those expected (the controller's file is health too, but it is
+    said under its own name when it is not up), tokens and cost counted so far."""
     families, health = collector.snapshot()
-    up = sum(1 for item in health if item.up)
+    sentinels = [item for item in health if item.sentinel in collector.expected]
+    up = sum(1 for item in sentinels if item.up)
     tokens = cost = 0.0
     for family in families:
         for sample in family.samples:
@@ -252,7 +255,8 @@ def _status_line(collector: SpoolCollector) -> str:
     down = [item.sentinel for item in health if not item.up]
     extra = f"; not up: {', '.join(down)}" if down else ""
     return (
-        f"sentinels up {up}/{len(health)}; tokens counted {tokens:,.0f}; cost ${cost:,.2f}{extra}"
+        f"sentinels up {up}/{len(sentinels)}; tokens counted {tokens:,.0f}; cost ${cost:,.2f}"
+        + extra
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -91,12 +92,20 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     try:
         yield info
     finally:
+        _stop(info)
+
+
+def _stop(stack: dict[str, Any]) -> str:
+    """Ctrl-C `agentwatch up` (once) and return everything it printed."""
+    process = stack["process"]
+    if "output" not in stack:
         process.send_signal(signal.SIGINT)
         try:
-            info["output"], _ = process.communicate(timeout=60)
+            stack["output"], _ = process.communicate(timeout=60)
         except subprocess.TimeoutExpired:
             process.kill()
-            info["output"], _ = process.communicate()
+            stack["output"], _ = process.communicate()
+    return str(stack["output"])
 
 
 def _messages(alerts_log: Path) -> list[dict[str, Any]]:
@@ -231,3 +240,25 @@ def test_exporter_output_is_clean_for_promtool(stack: dict[str, Any]) -> None:
     assert checked.returncode == 0, checked.stdout + checked.stderr
     for sentinel in ("token-ledger", "resources", "footprint", "idle-error", "release-readiness"):
         assert f'agentwatch_sentinel_up{{sentinel="{sentinel}"}} 1.0' in text
+
+
+def _shown(text: str) -> tuple[list[str], dict[str, str], tuple[str, str]]:
+    """From up's printout: the components, each link's label and path, the last
+    `sentinels up a/b`."""
+    running = re.search(r"^agentwatch is running \(([^)]*)\)\.$", text, re.M)
+    assert running, text[:3000]
+    links = dict(re.findall(r"^  (\w+): +https?://[^/\s]+(/\S*)", text, re.M))
+    counts = re.findall(r"sentinels up (\d+)/(\d+)", text)
+    assert counts, text[-3000:]
+    return running.group(1).split(", "), links, counts[-1]
+
+
+def test_the_readme_shows_what_up_prints(stack: dict[str, Any]) -> None:
+    """Last in this module: it stops `agentwatch up` to read everything it printed."""
+    real = _shown(_stop(stack))
+    assert stack["process"].returncode == 0
+    said = _shown((Path(__file__).resolve().parents[1] / "README.md").read_text())
+    assert said[0] == real[0], "the README lists other components than up starts"
+    assert said[1] == real[1], "the README's links differ from the ones up prints"
+    assert real[2][0] == real[2][1], f"not every sentinel was up at the end: {real[2]}"
+    assert said[2] == real[2], "the README's status line counts other sentinels"
