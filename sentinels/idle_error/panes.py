@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from agentwatch.core.log import FailureGate
 from agentwatch.sentinels.shared.proctable import ProcTable, default_table
-from agentwatch.sentinels.shared.tmux import Tmux
+from agentwatch.sentinels.shared.tmux import Tmux, run_tmux
 from agentwatch.sentinels.shared.trees import Matcher, children_map, subtree, topmost
 
 log = logging.getLogger("agentwatch.idle_error")
@@ -97,9 +97,7 @@ class Capturer:
         self.gate = FailureGate(log, "tmux capture-pane")
 
     def capture(self, pane: AgentPane) -> str | None:
-        command = [
-            self.binary,
-            *(["-S", pane.server] if pane.server else []),
+        args = [
             "capture-pane",
             "-p",  # to stdout
             "-J",  # join lines tmux wrapped, so a long error line stays one line
@@ -109,15 +107,7 @@ class Capturer:
             f"-{self.rows}",
         ]
         try:
-            result = subprocess.run(
-                command,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=self.timeout,
-                check=False,
-                stdin=subprocess.DEVNULL,
-            )
+            result = run_tmux(self.binary, pane.server, args, self.timeout)
         except subprocess.TimeoutExpired:
             self.errors["timeout"] += 1
             self.gate.failed(f"timed out after {self.timeout:.0f} s")

@@ -16,6 +16,22 @@ FORMAT = "#{pane_pid}\t#{window_index}\t#{pane_id}\t#{session_name}"
 NOT_RUNNING = ("no server running", "error connecting to", "no sessions")
 
 
+def run_tmux(
+    binary: str, server: str | None, args: list[str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """One tmux command (argv, never a shell) on the default server or the socket `server`;
+    output as text with undecodable bytes replaced."""
+    return subprocess.run(
+        [binary, *(["-S", server] if server else []), *args],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=timeout,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 @dataclass(frozen=True)
 class Pane:
     session: str
@@ -62,16 +78,7 @@ class Tmux:
         return {pid: pane for _, pid, pane in self.listing()}
 
     def _list(self, server: str | None) -> dict[int, Pane]:
-        command = [self.binary, *(["-S", server] if server else []), "list-panes", "-a"]
-        result = subprocess.run(
-            [*command, "-F", FORMAT],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=self.timeout,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
+        result = run_tmux(self.binary, server, ["list-panes", "-a", "-F", FORMAT], self.timeout)
         if result.returncode != 0:
             message = result.stderr.strip()
             if any(text in message for text in NOT_RUNNING):
