@@ -43,7 +43,7 @@ class Transcript:
     """One JSONL file and what its place in the tree says about it."""
 
     path: Path
-    slug: str  # the project folder under projects/ (the cwd with / replaced by -)
+    slug: str  # the project folder under projects/ (see `slug`)
     session: str  # sub-agent and legacy files count under their parent session
 
 

@@ -115,10 +115,6 @@ def string_list(value: Any) -> list[str]:
     return list(value)
 
 
-def optional_string_list(value: Any) -> list[str] | None:
-    return None if value is None else string_list(value)
-
-
 def choice(*options: str) -> Callable[[Any], str]:
     def check(value: Any) -> str:
         text = string(value).lower()

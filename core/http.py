@@ -13,7 +13,10 @@ import socket
 import ssl
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from agentwatch.core.webconfig import Authenticator
 
 log = logging.getLogger("agentwatch.http")
 
@@ -37,11 +40,6 @@ def parse_listen(text: str, any_port: bool = False) -> tuple[str, int]:
     if not valid:
         raise ValueError(f"{text!r} is not HOST:PORT, e.g. 127.0.0.1:9847 or [::1]:9847")
     return host, int(port)
-
-
-def format_listen(host: str, port: int) -> str:
-    """The inverse of parse_listen, e.g. for URLs: IPv6 hosts get their brackets back."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 class Server(ThreadingHTTPServer):
@@ -92,8 +90,7 @@ class Handler(BaseHTTPRequestHandler):
     """What every agentwatch handler shares: one way to answer, optional basic auth, and
     request logging at debug level only (a scrape every 15 s is not news)."""
 
-    # Set by a subclass: checks `Authorization: Basic` (see webconfig.Authenticator).
-    auth: Any = None
+    auth: Authenticator | None = None  # set by a subclass to require basic auth
     logger: logging.Logger = log
     extra_headers: ClassVar[Mapping[str, str]] = {}
 

@@ -49,9 +49,6 @@ class Outcome:
     again_in: float | None = None  # seconds until the next cycle at the latest (0: at once)
 
 
-IDLE = Outcome(changed=False)
-
-
 class Work(Protocol):
     """One sentinel's part of the loop."""
 
