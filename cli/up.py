@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import logging
 import os
 import signal
@@ -24,6 +23,7 @@ import yaml
 
 from agentwatch.cli import common, stack
 from agentwatch.cli.exporter import spool_collector
+from agentwatch.controller import report
 from agentwatch.core import claude, config, paths
 from agentwatch.core.files import write_atomic
 from agentwatch.core.process import die_with_parent
@@ -300,11 +300,8 @@ def _alerts_line(alertmanager: str) -> str:
 
 
 def _decision_line(state_file: Path) -> str:
-    try:
-        decision = json.loads(state_file.read_text())
-    except (OSError, ValueError):
-        return "controller: no decision yet"
-    if not isinstance(decision, dict):
+    decision = report.read_decision(state_file)
+    if decision is None:
         return "controller: no decision yet"
     reasons = ", ".join(decision.get("reasons") or []) or "no actionable alerts"
     flags = [
