@@ -41,8 +41,7 @@ from typing import Any
 import psutil
 from prometheus_client.parser import text_string_to_metric_families
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import corpus  # bench/ is not a package
+from agentwatch.demo import corpus
 
 CCUSAGE = os.environ.get("AGENTWATCH_CCUSAGE") or next(
     (
@@ -271,7 +270,7 @@ def same_totals(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def warm_cache(root: Path) -> tuple[int, int, float]:
     started = time.perf_counter()
     files = total = 0
-    for path in corpus.transcripts(root):
+    for path in corpus.transcript_files(root):
         with open(path, "rb", buffering=0) as fh:
             while chunk := fh.read(4 << 20):
                 total += len(chunk)
@@ -429,7 +428,7 @@ def pick_targets(root: Path, count: int, seed: int) -> list[Path]:
     """Main session transcripts of moderate size in different projects, to append to."""
     candidates = [
         p
-        for p in corpus.transcripts(root)
+        for p in corpus.transcript_files(root)
         if "subagents" not in p.parts and 20_000 <= p.stat().st_size <= 8 << 20
     ]
     rng = random.Random(seed)
@@ -565,7 +564,7 @@ def live_and_idle(
                 result["idle"] = {
                     "seconds": elapsed,
                     "files_tracked": tracked,
-                    "transcript_files": sum(1 for _ in corpus.transcripts(root)),
+                    "transcript_files": sum(1 for _ in corpus.transcript_files(root)),
                     "sentinel_cpu_s": cpu1 - cpu0,
                     "sentinel_cpu_percent": (cpu1 - cpu0) / elapsed * 100,
                     "exporter_cpu_percent_unscraped": (ecpu1 - ecpu0) / elapsed * 100,
