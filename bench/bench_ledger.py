@@ -4,8 +4,9 @@
 
 (a) cold backfill: `ccusage claude daily --json --offline` vs
     `agentwatch sentinel token-ledger --once` (fresh state) on the same corpus, warm page cache:
-    wall time, CPU, peak RSS (summed over the whole process tree, sampled every 10 ms),
-    and the token totals of both (and of the generator) must agree.
+    wall time, CPU, and each run's peak RSS (of its own process tree, summed over the
+    processes alive at once, sampled every 10 ms), and the token totals of both (and of the
+    generator) must agree.
 (b) live latency: the sentinel as a loop plus `agentwatch exporter`; append one new response to
     a transcript, poll /metrics every 5 ms until the token counter moves; p50/p99 and the
     sentinel's CPU per appended line.
@@ -41,8 +42,7 @@ from typing import Any
 import psutil
 from prometheus_client.parser import text_string_to_metric_families
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import corpus  # bench/ is not a package
+from agentwatch.demo import corpus
 
 CCUSAGE = os.environ.get("AGENTWATCH_CCUSAGE") or next(
     (
@@ -88,59 +88,113 @@ class Run:
     def cpu_s(self) -> float:
         return self.user_s + self.sys_s
 
+    def describe(self) -> str:
+        return (
+            f"{self.wall_s:7.2f} s wall, {self.cpu_s:7.2f} s cpu, "
+            f"{self.max_rss_mib:7.1f} MiB peak RSS (its process tree)"
+        )
+
 
 def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
 
 
-class TreeSampler(threading.Thread):
-    """Samples a process tree every `every` seconds: the peak of the SUMMED resident memory of
-    all its processes (a parallel run must not hide behind its largest process) and the CPU
-    time of every process seen (workers started through a fork server are not waited
-    children). Sampling costs CPU on a 2-core machine, so timed runs sample slowly and one
-    separate run per tool samples fast for the memory peak."""
+PAGE = os.sysconf("SC_PAGE_SIZE")
+TICKS = os.sysconf("SC_CLK_TCK")
 
-    def __init__(self, pid: int, every: float):
+
+def _pids() -> set[int]:
+    return {int(name) for name in os.listdir("/proc") if name.isdigit()}
+
+
+def _stat(pid: int) -> tuple[int, float] | None:
+    """(parent pid, CPU seconds) from /proc/PID/stat; None once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def _rss(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * PAGE
+    except OSError:
+        return None
+
+
+class TreeSampler(threading.Thread):
+    """Samples one run's process tree (its root and every descendant) every `every` seconds:
+    the peak of the SUMMED resident memory of the processes alive at once (a parallel run must
+    not hide behind its largest process) and the CPU time of every process seen (workers
+    started through a fork server are not waited children).
+
+    That peak is the run's memory figure. wait4's and RUSAGE_CHILDREN's ru_maxrss cannot be
+    used: a child's high-water mark starts at the benchmark's own resident size when it is
+    forked, so once the corpus is generated in this process every run reports the same
+    number. A sample has to be cheap to be taken every 10 ms without slowing the timed run on
+    a 2-core machine, so the tree is found without reading the whole process table each time:
+    processes that existed before the run (`before`) are never its descendants, and a new pid
+    is classified once, by its parent."""
+
+    def __init__(self, pid: int, before: set[int], every: float = 0.01):
         super().__init__(daemon=True)
         self.every = every
-        self.root = psutil.Process(pid)
+        self.tree = {pid}
+        self.seen = before | {pid}  # classified: in the tree, or not ours
         self.peak_rss = 0
         self.cpu: dict[int, float] = {}
         self.done = threading.Event()
 
+    def _adopt(self) -> None:
+        """Add the new processes whose parent is in the tree (children before grandchildren)."""
+        parents = {}
+        for pid in _pids() - self.seen:
+            found = _stat(pid)
+            if found is not None:
+                parents[pid] = found[0]
+        added = True
+        while added:
+            added = False
+            for pid, parent in list(parents.items()):
+                if parent in self.tree:
+                    self.tree.add(pid)
+                    del parents[pid]
+                    added = True
+        self.seen |= self.tree | parents.keys()
+
     def run(self) -> None:
         while not self.done.is_set():
-            try:
-                tree = [self.root, *self.root.children(recursive=True)]
-            except psutil.Error:
-                return
+            self._adopt()
             total = 0
-            for proc in tree:
-                with contextlib.suppress(psutil.Error):
-                    total += proc.memory_info().rss
-                    times = proc.cpu_times()
-                    self.cpu[proc.pid] = times.user + times.system
+            for pid in list(self.tree):
+                rss, found = _rss(pid), _stat(pid)
+                if rss is None or found is None:
+                    self.tree.discard(pid)  # exited: its CPU time stays counted
+                    continue
+                total += rss
+                self.cpu[pid] = found[1]
+            if not self.tree:
+                return
             self.peak_rss = max(self.peak_rss, total)
             self.done.wait(self.every)
 
 
 def run_measured(
-    cmd: list[str],
-    env: dict[str, str],
-    stdout: Path,
-    stderr: Path,
-    timeout: float,
-    sample_every: float = 0.1,
+    cmd: list[str], env: dict[str, str], stdout: Path, stderr: Path, timeout: float
 ) -> Run:
-    """Run cmd to completion: wall time, CPU and peak RSS of its whole process tree (the
-    sampler's figures, never less than wait4's for the direct child)."""
+    """Run cmd to completion: wall time, CPU and peak RSS of its own process tree (the
+    sampler's peak; CPU never less than wait4's for the child and what it waited for)."""
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
+        before = _pids()
         started = time.perf_counter()
         proc = subprocess.Popen(
             cmd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True
         )
-        sampler = TreeSampler(proc.pid, sample_every)
+        sampler = TreeSampler(proc.pid, before)
         sampler.start()
         timer = threading.Timer(timeout, _kill_group, args=(proc.pid,))
         timer.start()
@@ -163,7 +217,7 @@ def run_measured(
         )
     waited = usage.ru_utime + usage.ru_stime  # the child and the children it waited for
     sampled = sum(sampler.cpu.values())  # every process seen in the tree
-    peak = max(sampler.peak_rss / (1 << 20), usage.ru_maxrss / 1024)
+    peak = sampler.peak_rss / (1 << 20)
     return Run(wall, max(waited, sampled) - usage.ru_stime, usage.ru_stime, peak, proc.returncode)
 
 
@@ -271,7 +325,7 @@ def same_totals(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def warm_cache(root: Path) -> tuple[int, int, float]:
     started = time.perf_counter()
     files = total = 0
-    for path in corpus.transcripts(root):
+    for path in corpus.transcript_files(root):
         with open(path, "rb", buffering=0) as fh:
             while chunk := fh.read(4 << 20):
                 total += len(chunk)
@@ -279,9 +333,17 @@ def warm_cache(root: Path) -> tuple[int, int, float]:
     return files, total, time.perf_counter() - started
 
 
+def once_command(aw: str, spool: Path, state: Path) -> list[str]:
+    """The sentinel's cold backfill: one pass over every transcript, then exit."""
+    return [aw, "sentinel", "token-ledger", "--once", "--spool-dir", str(spool),
+            "--state-dir", str(state)]  # fmt: skip
+
+
 def backfill(
     args: argparse.Namespace, root: Path, work: Path, aw: str, manifest: dict[str, Any]
 ) -> dict[str, Any]:
+    """Both readers on the whole corpus, alternating, `--repeat` times each; every run's
+    memory is the peak of its own process tree, so the runs' figures differ."""
     home = work / "home"
     home.mkdir(exist_ok=True)
     env = clean_env(home, root)
@@ -292,32 +354,14 @@ def backfill(
     for i in range(args.repeat):
         if not args.skip_ccusage:
             out = work / f"ccusage-{i}.json"
-            run = run_measured(
-                [args.ccusage, "claude", "daily", "--json", "--offline"],
-                env,
-                out,
-                work / f"ccusage-{i}.err",
-                args.timeout,
-            )
+            command = [args.ccusage, "claude", "daily", "--json", "--offline"]
+            run = run_measured(command, env, out, work / f"ccusage-{i}.err", args.timeout)
             cc_runs.append(run)
             cc_tot = ccusage_totals(out)
-            print(
-                f"  ccusage    run {i + 1}: {run.wall_s:7.2f} s wall, {run.cpu_s:7.2f} s cpu, "
-                f"{run.max_rss_mib:7.1f} MiB peak RSS",
-                flush=True,
-            )
+            print(f"  ccusage    run {i + 1}: {run.describe()}", flush=True)
         spool, state = work / f"spool-{i}", work / f"state-{i}"
         run = run_measured(
-            [
-                aw,
-                "sentinel",
-                "token-ledger",
-                "--once",
-                "--spool-dir",
-                str(spool),
-                "--state-dir",
-                str(state),
-            ],
+            once_command(aw, spool, state),
             env,
             work / f"once-{i}.out",
             work / f"once-{i}.err",
@@ -325,49 +369,17 @@ def backfill(
         )
         aw_runs.append(run)
         aw_tot = ledger_totals(spool / "token-ledger.prom")
-        print(
-            f"  agentwatch run {i + 1}: {run.wall_s:7.2f} s wall, {run.cpu_s:7.2f} s cpu, "
-            f"{run.max_rss_mib:7.1f} MiB peak RSS",
-            flush=True,
-        )
-    # One more run of each, sampled every 10 ms, for the memory peak only.
-    aw_peak = run_measured(
-        [
-            aw,
-            "sentinel",
-            "token-ledger",
-            "--once",
-            "--spool-dir",
-            str(work / "spool-mem"),
-            "--state-dir",
-            str(work / "state-mem"),
-        ],
-        env,
-        work / "once-mem.out",
-        work / "once-mem.err",
-        args.timeout,
-        sample_every=0.01,
-    ).max_rss_mib
-    print(f"  agentwatch memory run: {aw_peak:7.1f} MiB peak RSS (whole tree)", flush=True)
+        print(f"  agentwatch run {i + 1}: {run.describe()}", flush=True)
     gen = expected_totals(manifest)
     result: dict[str, Any] = {
-        "agentwatch": {**summarize(aw_runs), "max_rss_mib": aw_peak},
+        "agentwatch": summarize(aw_runs),
         "totals": {"agentwatch": aw_tot, "generator": gen},
         "checks": {"agentwatch_equals_generator": same_totals(aw_tot, gen)},
         "spool_dir": str(work / f"spool-{args.repeat - 1}"),
         "state_dir": str(work / f"state-{args.repeat - 1}"),
     }
     if cc_runs and cc_tot is not None:
-        cc_peak = run_measured(
-            [args.ccusage, "claude", "daily", "--json", "--offline"],
-            env,
-            work / "ccusage-mem.json",
-            work / "ccusage-mem.err",
-            args.timeout,
-            sample_every=0.01,
-        ).max_rss_mib
-        print(f"  ccusage    memory run: {cc_peak:7.1f} MiB peak RSS (whole tree)", flush=True)
-        cc = {**summarize(cc_runs), "max_rss_mib": cc_peak}
+        cc = summarize(cc_runs)
         result["ccusage"] = cc
         result["totals"]["ccusage"] = cc_tot
         result["checks"]["agentwatch_equals_ccusage"] = same_totals(aw_tot, cc_tot)
@@ -429,7 +441,7 @@ def pick_targets(root: Path, count: int, seed: int) -> list[Path]:
     """Main session transcripts of moderate size in different projects, to append to."""
     candidates = [
         p
-        for p in corpus.transcripts(root)
+        for p in corpus.transcript_files(root)
         if "subagents" not in p.parts and 20_000 <= p.stat().st_size <= 8 << 20
     ]
     rng = random.Random(seed)
@@ -565,7 +577,7 @@ def live_and_idle(
                 result["idle"] = {
                     "seconds": elapsed,
                     "files_tracked": tracked,
-                    "transcript_files": sum(1 for _ in corpus.transcripts(root)),
+                    "transcript_files": sum(1 for _ in corpus.transcript_files(root)),
                     "sentinel_cpu_s": cpu1 - cpu0,
                     "sentinel_cpu_percent": (cpu1 - cpu0) / elapsed * 100,
                     "exporter_cpu_percent_unscraped": (ecpu1 - ecpu0) / elapsed * 100,
@@ -610,6 +622,10 @@ def report(res: dict[str, Any]) -> None:
                 print(
                     f"    {name:12} {r['wall_s']:9.2f} {r['cpu_s']:9.2f} {r['max_rss_mib']:13.1f}"
                 )
+        for name in ("ccusage", "agentwatch"):
+            if name in b:
+                peaks = ", ".join(f"{run['max_rss_mib']:.1f}" for run in b[name]["runs"])
+                print(f"    {name} peak RSS per run (own process tree): {peaks} MiB")
         if "ratios" in b:
             r = b["ratios"]
             print(
@@ -747,16 +763,7 @@ def main(argv: list[str] | None = None) -> int:
             (work / "home").mkdir(exist_ok=True)
             spool, state = work / "spool-0", work / "state-0"
             run_measured(
-                [
-                    aw,
-                    "sentinel",
-                    "token-ledger",
-                    "--once",
-                    "--spool-dir",
-                    str(spool),
-                    "--state-dir",
-                    str(state),
-                ],
+                once_command(aw, spool, state),
                 clean_env(work / "home", root),
                 work / "once.out",
                 work / "once.err",

@@ -25,11 +25,9 @@ import time
 from pathlib import Path
 
 import psutil
+from prometheus_client.parser import text_string_to_metric_families
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests.conftest import samples
-from tests.procfixtures import fake_bin, kill_tree, session_script, spawn_session
+from agentwatch.demo.processes import fake_bin, kill_tree, session_script, spawn_session
 
 
 def cpu_seconds(process: psutil.Process) -> float:
@@ -116,7 +114,11 @@ def main() -> int:
             mtime = spool_file.stat().st_mtime_ns
             writes, last_mtime = writes + (mtime != last_mtime), mtime
         cpu1, wall1 = cpu_seconds(handle), time.monotonic()
-        values = samples(spool_file.read_text())
+        values = {
+            (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(spool_file.read_text())
+            for sample in family.samples
+        }
         sessions = values.get(("agentwatch_agent_sessions", (("agent", "claude"),)), 0)
         sizes = [
             value

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import json
 import random
 import select
 import signal
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from agentwatch.demo import transcripts as demo
+from agentwatch.core import claude
+from agentwatch.demo import transcripts
 
 PR_SET_NAME = 15
 PROMPT_BOX = (
@@ -29,7 +30,67 @@ PROMPT_BOX = (
     "╰──────────────────────────────────────────────────────────╯\n"
     "  ⏵⏵ bypass permissions on (shift+tab to cycle)"
 )
-API_ERROR = "⏺ " + demo.API_ERROR_TEXT
+# A server error (not a rate limit or an overload, which would open the breaker and pause the
+# whole demo for its cool-down): the session stalls, the rest carries on.
+API_ERROR_TEXT = (
+    'API Error: 500 {"type":"error","error":{"type":"api_error","message":"Internal server error"}}'
+)
+API_ERROR = "⏺ " + API_ERROR_TEXT
+
+
+@dataclass
+class DemoSession:
+    """One simulated session: where it writes, how hungry it is, and its last line (the
+    parent of the next one)."""
+
+    project: str
+    model: str
+    tokens_per_turn: int
+    ids: random.Random = field(default_factory=random.Random)  # seeded by the OS: unique ids
+    turns: int = 0
+    last_uuid: str | None = None
+
+    def __post_init__(self) -> None:
+        self.session_id = transcripts.new_uuid(self.ids)
+        self.cwd = f"/home/demo/{self.project}"
+
+    def transcript(self, claude_dir: Path) -> Path:
+        return claude.transcript_path(claude_dir / "projects", self.cwd, self.session_id)
+
+    def fields(self) -> dict[str, Any]:
+        """The keywords of its next line: session fields, a fresh uuid, the time now."""
+        parent, self.last_uuid = self.last_uuid, transcripts.new_uuid(self.ids)
+        return {
+            "cwd": self.cwd,
+            "session": self.session_id,
+            "parent_uuid": parent,
+            "uuid": self.last_uuid,
+            "timestamp": transcripts.now(),
+        }
+
+
+def assistant_line(session: DemoSession, rng: random.Random) -> dict[str, Any]:
+    tokens = session.tokens_per_turn
+    return transcripts.assistant(
+        transcripts.new_message_id(session.ids),
+        transcripts.new_request_id(session.ids),
+        model=session.model,
+        input_tokens=rng.randint(tokens // 20, tokens // 10),
+        cache_creation=rng.randint(0, tokens // 4),
+        cache_read=rng.randint(tokens // 2, tokens),
+        output_tokens=rng.randint(tokens // 20, tokens // 8),
+        text="Working on the next step of the demo task.",
+        **session.fields(),
+    )
+
+
+def api_error_line(session: DemoSession) -> dict[str, Any]:
+    return transcripts.api_error(
+        transcripts.new_uuid(session.ids),
+        API_ERROR_TEXT,
+        usage=transcripts.synthetic_usage(),
+        **session.fields(),
+    )
 
 
 @dataclass
@@ -63,7 +124,7 @@ def _wait_for_nudge(stop: list[bool]) -> str | None:
     return None
 
 
-def run(session: demo.DemoSession, claude_dir: Path, plan: Plan, seed: int) -> int:
+def run(session: DemoSession, claude_dir: Path, plan: Plan, seed: int) -> int:
     stop = [False]
 
     def request_stop(*_: object) -> None:
@@ -72,14 +133,14 @@ def run(session: demo.DemoSession, claude_dir: Path, plan: Plan, seed: int) -> i
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGHUP, request_stop)
     rng = random.Random(seed)
-    path, cwd = demo.transcript_path(claude_dir, session)
+    path = session.transcript(claude_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     turns_since_stall = 0
     _show(f"✻ Welcome to the agentwatch demo session for {session.project} (simulated)")
     while not stop[0]:
         if plan.stall_after_turns and turns_since_stall >= plan.stall_after_turns:
-            _append(path, demo.api_error_line(session, cwd))
+            _append(path, api_error_line(session))
             _show(API_ERROR)
             _show("")
             _show(PROMPT_BOX)
@@ -91,7 +152,7 @@ def run(session: demo.DemoSession, claude_dir: Path, plan: Plan, seed: int) -> i
             continue
         burning = time.monotonic() - started < plan.burn_seconds
         session.tokens_per_turn = plan.tokens_per_turn * (10 if burning else 1)
-        _append(path, demo.assistant_line(session, cwd, rng))
+        _append(path, assistant_line(session, rng))
         session.turns += 1
         turns_since_stall += 1
         _show(f"⏺ Turn {session.turns}: edited the {session.project} code (simulated)")
@@ -102,9 +163,9 @@ def run(session: demo.DemoSession, claude_dir: Path, plan: Plan, seed: int) -> i
     return 0
 
 
-def _append(path: Path, record: dict) -> None:
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+def _append(path: Path, line: dict[str, Any]) -> None:
+    with path.open("ab") as handle:
+        handle.write(transcripts.encode_lines([line]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     name_process()
-    session = demo.DemoSession(args.project, args.model, args.tokens)
+    session = DemoSession(args.project, args.model, args.tokens)
     plan = Plan(args.tokens, args.every, args.burn_seconds, args.stall_after)
     return run(session, args.claude_dir, plan, args.seed)
 

@@ -15,12 +15,18 @@ import psutil
 import pytest
 
 from agentwatch.core import spool
+from agentwatch.demo.processes import (
+    fake_bin,
+    kill_tree,
+    spawn_session,
+    tree_rss,
+    wait_for_children,
+)
 from agentwatch.sentinels.resources.metrics import families
 from agentwatch.sentinels.resources.sampler import Sample, Sampler, Session
 from agentwatch.sentinels.shared.proctable import ProcTable, PsutilTable, parse_args
 from agentwatch.sentinels.shared.tmux import Tmux
 from tests.conftest import run_cli, samples
-from tests.procfixtures import fake_bin, kill_tree, spawn_session, tree_rss, wait_for_children
 
 AGENTS = ["claude", "codex", "aider"]
 

@@ -5,7 +5,6 @@ refused or warned about, and no subprocess through a shell."""
 from __future__ import annotations
 
 import ast
-import json
 import os
 import shutil
 import subprocess
@@ -20,9 +19,9 @@ import requests
 import yaml
 
 from agentwatch.core.config import Key, schema
+from agentwatch.demo import transcripts
 from agentwatch.sentinels import registry
 from agentwatch.sentinels.release_readiness.github import CiSettings, GitHubCi
-from tests.conformance import corpus
 from tests.conftest import CLI, free_port, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -263,28 +262,27 @@ SECRETS = {
 AGENT = '#!/bin/sh\ncat "$1"\nwhile :; do sleep 60; done\n'
 
 
+AT = "2026-11-28T10:00:00.000Z"
+
+
 def _transcript(claude: Path) -> None:
     secret = " ".join(SECRETS.values())
     cwd = "/home/alice/proj"
     folder = claude / "projects" / "-home-alice-proj"
     folder.mkdir(parents=True)
-    user = {
-        "type": "user",
-        "cwd": cwd,
-        "sessionId": "s1",
-        "timestamp": "2026-11-28T10:00:00.000Z",
-        "message": {"role": "user", "content": f"deploy with ANTHROPIC_API_KEY={secret}"},
-    }
-    reply = corpus.assistant("msg_1", "req_1", input_tokens=10, output_tokens=5, cwd=cwd,
-                             session="s1", text=f"I used the key {secret} for you")  # fmt: skip
-    error = corpus.assistant(
-        "msg_2", "req_2", model="<synthetic>", cwd=cwd, session="s1",
-        text=f'API Error: 401 {{"type":"error","error":{{"type":"authentication_error",'
-        f'"message":"invalid x-api-key {secret}"}}}}',
+    user = transcripts.user_prompt(
+        f"deploy with ANTHROPIC_API_KEY={secret}", cwd=cwd, session="s1", timestamp=AT
+    )
+    reply = transcripts.assistant(
+        "msg_1", "req_1", input_tokens=10, output_tokens=5, cwd=cwd, session="s1",
+        text=f"I used the key {secret} for you",
     )  # fmt: skip
-    error["isApiErrorMessage"] = True
-    lines = [json.dumps(record, separators=(",", ":")) for record in (user, reply, error)]
-    (folder / "s1.jsonl").write_text("\n".join(lines) + "\n")
+    text = (
+        'API Error: 401 {"type":"error","error":{"type":"authentication_error",'
+        f'"message":"invalid x-api-key {secret}"}}}}'
+    )
+    error = transcripts.api_error("msg_2", text, request_id="req_2", cwd=cwd, session="s1")
+    (folder / "s1.jsonl").write_bytes(transcripts.encode_lines([user, reply, error]))
 
 
 def _git(repo: Path, *args: str) -> None:

@@ -1,13 +1,14 @@
-"""Small builders for Claude Code transcript lines used across the unit tests."""
+"""The unit tests' defaults over the shared line builder (agentwatch.demo.transcripts): a fresh
+message id per line unless one is given, a requestId derived from it, 100 input and 10 output
+tokens."""
 
 from __future__ import annotations
 
-import json
 from itertools import count
 from pathlib import Path
 from typing import Any
 
-from tests.conformance import corpus
+from agentwatch.demo import transcripts
 
 _ids = count(1)
 
@@ -26,10 +27,9 @@ def assistant(
     sidechain: bool = False,
     **top: Any,
 ) -> dict[str, Any]:
-    """One assistant line (the conformance suite's builder), with a fresh message id unless
-    one is given, a requestId derived from it, and any top-level field overridden."""
+    """One assistant line with any top-level field overridden by `top`."""
     msg_id = msg_id or f"msg_{next(_ids):06d}"
-    record = corpus.assistant(
+    return transcripts.assistant(
         msg_id,
         f"req_{msg_id}" if request_id == "auto" else request_id,
         model=model,
@@ -39,23 +39,17 @@ def assistant(
         cache_read=cache_read,
         timestamp=timestamp,
         sidechain=sidechain,
-        cwd=cwd,  # type: ignore[arg-type]
+        cwd=cwd,
+        changes=top,
     )
-    record.update(top)
-    return record
 
 
 def user_line(text: str = "please fix the bug") -> dict[str, Any]:
-    return {
-        "type": "user",
-        "message": {"role": "user", "content": text},
-        "timestamp": "2026-11-28T10:00:00.000Z",
-        "sessionId": "6f1c",
-    }
+    return transcripts.user_prompt(text, timestamp="2026-11-28T10:00:00.000Z")
 
 
 def encode(*records: dict[str, Any]) -> bytes:
-    return b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in records)
+    return transcripts.encode_lines(records)
 
 
 def transcript(root: Path, slug: str = "-home-alice-proj", session: str = "s1") -> Path:

@@ -28,7 +28,6 @@ import copy
 import json
 import os
 import random
-import re
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -36,61 +35,46 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from agentwatch.core import claude
+from agentwatch.demo.transcripts import (
+    CWD,
+    DELETE,
+    SESSION,
+    SONNET_45,
+    SYNTHETIC,
+    TIMESTAMP,
+    Line,
+    advisor,
+    agent_progress,
+    api_error,
+    assistant,
+    edit,
+    encode,
+    make_usage,
+    sidechain_copy,
+    snapshot,
+    summary,
+    tool_result,
+    user_prompt,
+)
+from agentwatch.demo.transcripts import dumps as compact
+
 # ---------------------------------------------------------------------------------- constants
 
-SONNET_45 = "claude-sonnet-4-5-20250929"
 SONNET_4 = "claude-sonnet-4-20250514"
 OPUS_46 = "claude-opus-4-6"
 OPUS_45 = "claude-opus-4-5-20251101"
 HAIKU_45 = "claude-haiku-4-5-20251001"
-SYNTHETIC = "<synthetic>"
-
-CWD = "/home/alice/proj"
-SLUG = "-home-alice-proj"
-SESSION = "6f1c2b9e-3d41-4a8e-9c57-0d2f8a1b7e64"
-TIMESTAMP = "2026-11-28T10:00:05.000Z"
-VERSION = "2.0.14"
+SLUG = claude.slug(CWD)
 
 # Every file gets a distinct, fixed modification time: the ledger reads the newest file first,
 # and a fixed order keeps any failure reproducible.
 _BASE_MTIME = 1_795_000_000
 
-Line = Mapping[str, Any] | str | bytes
-
-
-class _Delete:
-    """Marker for `edit`: remove the key instead of setting it."""
-
-    def __repr__(self) -> str:
-        return "DELETE"
-
-
-DELETE = _Delete()
-
 
 def at(day: int, hour: int = 10, minute: int = 0, second: int = 0) -> str:
     """A timestamp in November 2026, in Claude Code's format (milliseconds, UTC)."""
     return f"2026-11-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}.000Z"
-
-
-def compact(line: Mapping[str, Any]) -> str:
-    """JSON the way Claude Code writes it: no spaces, non-ASCII left as UTF-8."""
-    return json.dumps(line, separators=(",", ":"), ensure_ascii=False)
-
-
-def edit(line: Mapping[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
-    """A deep copy of `line` with dotted paths set (missing levels are created) or DELETEd."""
-    result: dict[str, Any] = copy.deepcopy(dict(line))
-    for path, value in changes.items():
-        *parents, last = path.split(".")
-        node = result
-        for part in parents:
-            node = node.setdefault(part, {})
-        if value is DELETE:
-            node.pop(last, None)
-        else:
-            node[last] = copy.deepcopy(value)
-    return result
 
 
 def replace_once(text: str, old: str, new: str) -> str:
@@ -100,64 +84,9 @@ def replace_once(text: str, old: str, new: str) -> str:
     return text.replace(old, new, 1)
 
 
-# ------------------------------------------------------------------------------ line builders
-
-
-def assistant(
-    msg_id: str | None = "msg_A",
-    request_id: str | None = "req_A",
-    *,
-    model: str = SONNET_45,
-    input_tokens: int = 0,
-    output_tokens: int = 0,
-    cache_creation: int = 0,
-    cache_read: int = 0,
-    timestamp: str = TIMESTAMP,
-    sidechain: bool = False,
-    cwd: str = CWD,
-    session: str = SESSION,
-    text: str = "hi",
-    changes: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """One assistant line with usage, shaped like the reference line of the transcript note.
-
-    `None` ids leave the key out (older transcripts have no requestId); `changes` is applied
-    last with `edit`, so any field can be overridden, nulled or deleted.
-    """
-    line: dict[str, Any] = {
-        "parentUuid": "u-1",
-        "isSidechain": sidechain,
-        "userType": "external",
-        "cwd": cwd,
-        "sessionId": session,
-        "version": VERSION,
-        "gitBranch": "main",
-        "message": {
-            "id": msg_id,
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": None,
-            "usage": {
-                "input_tokens": input_tokens,
-                "cache_creation_input_tokens": cache_creation,
-                "cache_read_input_tokens": cache_read,
-                "output_tokens": output_tokens,
-                "service_tier": "standard",
-            },
-        },
-        "requestId": request_id,
-        "type": "assistant",
-        "uuid": f"a-{msg_id}-{request_id}",
-        "timestamp": timestamp,
-    }
-    if msg_id is None:
-        del line["message"]["id"]
-    if request_id is None:
-        del line["requestId"]
-    return edit(line, changes) if changes else line
-
+# -------------------------------------------------------- lines (agentwatch.demo.transcripts)
+# The shapes come from the shared line builder; these helpers only add what the edge cases
+# vary: probes, progress wrappers with odd outer fields, Task results.
 
 _PROBE_CLASS = {
     "input": "message.usage.input_tokens",
@@ -185,18 +114,11 @@ def probe(
     return edit(line, changes) if changes else line
 
 
-def advisor(
-    input_tokens: Any, *, output_tokens: Any = 0, model: Any = OPUS_46, **fields: Any
-) -> dict[str, Any]:
-    """One `usage.iterations` entry of type advisor_message (flat usage fields); any value
-    may be given, valid or not, and model=None leaves the model out."""
-    entry: dict[str, Any] = {"type": "advisor_message", "model": model}
-    entry.update(input_tokens=input_tokens, output_tokens=output_tokens)
-    entry.update(cache_read_input_tokens=0, cache_creation_input_tokens=0)
-    entry.update(fields)
-    if model is None:
-        del entry["model"]
-    return entry
+# What the wrapper keeps of the sub-agent's line, in this order (isSidechain decides the
+# sidechain rule for the copy).
+_PROGRESS_KEEP = ("type", "timestamp", "requestId", "isSidechain", "uuid", "costUSD", "message")
+_OUTER_FIELDS = ("parentUuid", "isSidechain", "userType", "cwd", "sessionId", "version",
+                 "gitBranch", "uuid", "timestamp")  # fmt: skip
 
 
 def progress(
@@ -217,130 +139,34 @@ def progress(
     """A progress wrapper: a sub-agent's response copied into the parent session's file.
 
     Usage, id and model sit in data.message.message; timestamp, requestId and isSidechain in
-    data.message. `outer=False` leaves out every outer field but type and data.
+    data.message (`inner` adds or overrides fields there). `outer=False` leaves out the
+    session fields, uuid and timestamp of the wrapper; a None type or data type leaves the key
+    out.
     """
-    wrapped: dict[str, Any] = {
-        "type": "assistant",
-        "timestamp": timestamp,
-        "requestId": request_id,
-        "isSidechain": sidechain,
-        "uuid": f"pw-{msg_id}-{request_id}",
-        "message": {
-            "id": msg_id,
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": [],
-            "usage": {
-                "input_tokens": input_tokens,
-                "output_tokens": output_tokens,
-                "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": 0,
-            },
-        },
-    }
-    if msg_id is None:
-        del wrapped["message"]["id"]
-    if request_id is None:
-        del wrapped["requestId"]
-    wrapped.update(inner or {})
-    line: dict[str, Any] = {
-        "type": line_type,
-        "data": {"type": data_type, "message": wrapped, "prompt": ""},
-        "parentToolUseID": "toolu_01",
-        "toolUseID": "toolu_01",
-    }
-    if data_type is None:
-        del line["data"]["type"]
-    if outer:
-        line.update(
-            parentUuid="p-1", isSidechain=False, userType="external", cwd=CWD, sessionId=SESSION,
-            version=VERSION, gitBranch="main", uuid=f"po-{msg_id}-{request_id}",
-            timestamp=outer_timestamp or timestamp,
-        )  # fmt: skip
-    if line_type is None:
-        del line["type"]
-    return line
+    copied = assistant(
+        msg_id, request_id, model=model, input_tokens=input_tokens, output_tokens=output_tokens,
+        content=[], timestamp=timestamp, sidechain=sidechain, uuid=f"pw-{msg_id}-{request_id}",
+    )  # fmt: skip
+    line = agent_progress(
+        copied, agent="task", keep=_PROGRESS_KEEP, parent_uuid="p-1",
+        uuid=f"po-{msg_id}-{request_id}", timestamp=outer_timestamp or timestamp,
+    )  # fmt: skip
+    line["data"]["message"].update(inner or {})
+    changes: dict[str, Any] = {}
+    if not outer:
+        changes.update(dict.fromkeys(_OUTER_FIELDS, DELETE))
+    if line_type != "progress":
+        changes["type"] = DELETE if line_type is None else line_type
+    if data_type != "agent_progress":
+        changes["data.type"] = DELETE if data_type is None else data_type
+    return edit(line, changes) if changes else line
 
 
-def api_error(
-    msg_id: str,
-    text: str,
-    *,
-    timestamp: str = TIMESTAMP,
-    model: str = SYNTHETIC,
-    request_id: str | None = None,
-    cwd: str = CWD,
-    session: str = SESSION,
-) -> dict[str, Any]:
-    """A Claude Code API error line: synthetic model, zero usage, the error as text."""
-    line = assistant(
-        msg_id, request_id, model=model, timestamp=timestamp, cwd=cwd, session=session, text=text
-    )
-    line["isApiErrorMessage"] = True
-    line["message"]["stop_reason"] = "stop_sequence"
-    return line
-
-
-def user_prompt(text: str, *, timestamp: str = TIMESTAMP, cwd: str = CWD,
-                session: str = SESSION) -> dict[str, Any]:  # fmt: skip
-    """A user prompt line (never counted: it has no usage)."""
-    return {
-        "parentUuid": None, "isSidechain": False, "userType": "external", "cwd": cwd,
-        "sessionId": session, "version": VERSION, "gitBranch": "main", "type": "user",
-        "message": {"role": "user", "content": text}, "uuid": f"u-{timestamp}",
-        "timestamp": timestamp,
-    }  # fmt: skip
-
-
-def tool_result(
-    content: str,
-    *,
-    timestamp: str = TIMESTAMP,
-    task_usage: Mapping[str, int] | None = None,
-    cwd: str = CWD,
-    session: str = SESSION,
-) -> dict[str, Any]:
-    """A user line carrying a tool result; a finished Task also reports its sub-agent's usage
-    in toolUseResult.usage, which neither reader may count (it is not message.usage)."""
-    line: dict[str, Any] = {
-        "parentUuid": "a-1", "isSidechain": False, "userType": "external", "cwd": cwd,
-        "sessionId": session, "version": VERSION, "gitBranch": "main", "type": "user",
-        "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_01", "content": content},
-        ]},
-        "uuid": f"t-{timestamp}", "timestamp": timestamp,
-    }  # fmt: skip
-    if task_usage is not None:
-        line["toolUseResult"] = {
-            "status": "completed",
-            "totalTokens": sum(task_usage.values()),
-            "usage": dict(task_usage),
-        }
-    return line
-
-
-def summary(text: str) -> dict[str, Any]:
-    return {"type": "summary", "summary": text, "leafUuid": "a-1"}
-
-
-def snapshot(timestamp: str, files: Mapping[str, str]) -> dict[str, Any]:
-    """A file-history-snapshot line (in real files these reach hundreds of MB)."""
-    backups = {name: {"backupFileName": f"{zlib.crc32(name.encode()):08x}@v1", "version": 1,
-                      "backupTime": timestamp, "content": body}
-               for name, body in files.items()}  # fmt: skip
-    return {
-        "type": "file-history-snapshot", "messageId": "u-1", "isSnapshotUpdate": False,
-        "snapshot": {"messageId": "u-1", "trackedFileBackups": backups, "timestamp": timestamp},
-    }  # fmt: skip
-
-
-def encode(line: Line) -> bytes:
-    if isinstance(line, bytes):
-        return line
-    if isinstance(line, str):
-        return line.encode("utf-8", "surrogatepass")
-    return compact(line).encode("utf-8")
+def task_result(content: str, usage: Mapping[str, int], **fields: Any) -> dict[str, Any]:
+    """A finished Task's tool result: it reports its sub-agent's usage in toolUseResult.usage,
+    which neither reader may count (it is not message.usage)."""
+    result = {"status": "completed", "totalTokens": sum(usage.values()), "usage": dict(usage)}
+    return tool_result(content, result=result, **fields)
 
 
 # ------------------------------------------------------------------------------- file trees
@@ -421,9 +247,9 @@ def candidates(root: Path) -> Corpus:
                               **usage_first["message"]}  # fmt: skip
     toplevel = probe(13)
     toplevel["usage"] = toplevel["message"].pop("usage")
-    task_result = tool_result("done", task_usage={"input_tokens": 2**14, "output_tokens": 0})
-    task_result_with_ids = edit(
-        tool_result("done", task_usage={"input_tokens": 2**15, "output_tokens": 0}),
+    task = task_result("done", {"input_tokens": 2**14, "output_tokens": 0})
+    task_with_ids = edit(
+        task_result("done", {"input_tokens": 2**15, "output_tokens": 0}),
         {"toolUseResult.model": SONNET_45, "toolUseResult.id": "msg_x"},
     )
     advisor_spaced = replace_once(
@@ -445,8 +271,8 @@ def candidates(root: Path) -> Corpus:
         probe(11, {"message.role": "user"}),
         probe(12, {"type": None}),
         toplevel,  # usage outside message: never counted
-        task_result,
-        task_result_with_ids,
+        task,
+        task_with_ids,
         advisor_spaced,  # the advisor is found by its raw type string, spacing aside
     ]
     tree = Tree(root / "claude")
@@ -1612,7 +1438,7 @@ class _RandomWriter:
     def _session(self, cwd: str | None = None) -> _Session:
         rng = self.rng
         cwd = cwd or rng.choice(self.cwds)
-        slug = re.sub(r"[^A-Za-z0-9]", "-", cwd)
+        slug = claude.slug(cwd)
         session_id = self._next("sess-")
         layout = rng.random()
         rel = (f"projects/{slug}/{session_id}/legacy.jsonl" if layout < 0.03
@@ -1634,33 +1460,31 @@ class _RandomWriter:
 
     # -- responses
     def _usage(self, session: _Session, model: str) -> tuple[dict[str, Any], int]:
-        """Usage of a response's last copy (output left out) and its final output count."""
+        """The `make_usage` keywords a response's copies share (all but the output), and its
+        final output count."""
         rng = self.rng
-        usage: dict[str, Any] = {
+        tokens: dict[str, Any] = {
             "input_tokens": rng.choice([1, 2, 3, 4, 5, 8, 10, 12]) if rng.random() < 0.8
             else rng.randint(20, 60_000),
-            "cache_creation_input_tokens": rng.randint(0, 30_000) if rng.random() < 0.6 else 0,
-            "cache_read_input_tokens": rng.randint(0, 180_000),
+            "cache_creation": rng.randint(0, 30_000) if rng.random() < 0.6 else 0,
+            "cache_read": rng.randint(0, 180_000),
         }  # fmt: skip
         roll = rng.random()
         if roll < 0.02:
-            usage["input_tokens"] = rng.randint(200_001, 600_000)
+            tokens["input_tokens"] = rng.randint(200_001, 600_000)
         elif roll < 0.04:
-            usage["cache_read_input_tokens"] = rng.randint(190_000, 900_000)
+            tokens["cache_read"] = rng.randint(190_000, 900_000)
         elif roll < 0.05:
-            usage["cache_creation_input_tokens"] = rng.randint(150_000, 500_000)
+            tokens["cache_creation"] = rng.randint(150_000, 500_000)
         if rng.random() < 0.25:  # newer lines split the cache writes by lifetime
-            total = usage["cache_creation_input_tokens"]
-            hour = rng.randint(0, total) if rng.random() < 0.5 else 0
-            usage["cache_creation"] = {"ephemeral_5m_input_tokens": total - hour,
-                                       "ephemeral_1h_input_tokens": hour}  # fmt: skip
+            total = tokens["cache_creation"]
+            tokens["cache_1h"] = rng.randint(0, total) if rng.random() < 0.5 else 0
         if session.fast and "opus-4" in model:
-            usage["speed"] = "fast"
+            tokens["speed"] = "fast"
         elif rng.random() < 0.4:
-            usage["speed"] = "standard"
-        usage["service_tier"] = "standard"
+            tokens["speed"] = "standard"
         final = rng.randint(1, 3_000) if rng.random() < 0.97 else rng.randint(150_000, 260_000)
-        return usage, final
+        return tokens, final
 
     def _legacy_cost(self, usage: Mapping[str, Any]) -> float:
         """A costUSD that grows with output, like the costs older Claude Code wrote."""
@@ -1677,6 +1501,7 @@ class _RandomWriter:
         *,
         sidechain: bool = False,
         model: str | None = None,
+        agent: str | None = None,
     ) -> _Response:
         """A response as streamed copies: same ids and input, output growing copy by copy."""
         rng = self.rng
@@ -1685,7 +1510,7 @@ class _RandomWriter:
                                       [w for _, w in _RANDOM_MODELS])[0])  # fmt: skip
         msg_id = self._next("msg_01")
         rid = self._next("req_011") if rng.random() > 0.03 else None
-        usage, final = self._usage(session, model)
+        tokens, final = self._usage(session, model)
         advisors = None
         if rng.random() < 0.04:
             advisors = [
@@ -1702,33 +1527,23 @@ class _RandomWriter:
         shared = self._stamp(session, rng.uniform(0.05, 3)) if rid is None else None
         for number, output in enumerate(outputs):
             stamp = shared or self._stamp(session, rng.uniform(0.05, 3))
-            line = assistant(
-                msg_id, rid, model=model, timestamp=stamp,
-                sidechain=sidechain, cwd=session.cwd, session=session.session_id,
-                text=self._words(1, 12),
-            )  # fmt: skip
-            line["message"]["usage"] = {**copy.deepcopy(usage), "output_tokens": output}
+            content: list[dict[str, Any]] = [{"type": "text", "text": self._words(1, 12)}]
             kind = kinds[number % 3]
             if kind == "tool_use":
-                line["message"]["content"] = [
-                    {
-                        "type": "tool_use",
-                        "id": self._next("toolu_"),
-                        "name": "Bash",
-                        "input": {"command": "ls"},
-                    }
-                ]
+                content = [{"type": "tool_use", "id": self._next("toolu_"), "name": "Bash",
+                            "input": {"command": "ls"}}]  # fmt: skip
             elif kind == "thinking":
-                line["message"]["content"] = [{"type": "thinking", "thinking": self._words(3, 30),
-                                               "signature": "sig"}]  # fmt: skip
-            if advisors is not None:
-                line["message"]["usage"]["iterations"] = copy.deepcopy(advisors)
-            if session.legacy_cost:
-                line["costUSD"] = self._legacy_cost(line["message"]["usage"])
-            if number == len(outputs) - 1:
-                line["message"]["stop_reason"] = rng.choice(["end_turn", "tool_use"])
-            line["uuid"] = self._next("a-")
-            copies.append(line)
+                content = [{"type": "thinking", "thinking": self._words(3, 30),
+                            "signature": "sig"}]  # fmt: skip
+            usage = make_usage(output_tokens=output, iterations=copy.deepcopy(advisors), **tokens)
+            last = number == len(outputs) - 1
+            copies.append(assistant(
+                msg_id, rid, model=model, usage=usage, content=content, timestamp=stamp,
+                stop_reason=rng.choice(["end_turn", "tool_use"]) if last else None,
+                cost_usd=self._legacy_cost(usage) if session.legacy_cost else None,
+                uuid=self._next("a-"), sidechain=sidechain, agent_id=agent, cwd=session.cwd,
+                session=session.session_id,
+            ))  # fmt: skip
         if rng.random() < 0.01 and not sidechain:  # no message id (older writers)
             for line in copies:
                 del line["message"]["id"]
@@ -1771,31 +1586,20 @@ class _RandomWriter:
         model = HAIKU_45 if rng.random() < 0.5 else session.model
         total = 0
         for _ in range(rng.randint(1, 4)):
-            response = self.response(session, sidechain=True, model=model)
+            response = self.response(session, sidechain=True, model=model, agent=agent)
             for line in response.copies:
-                line["agentId"] = agent
                 lines.append(line)
                 if rng.random() < 0.5:
-                    session.lines.append(self._progress_copy(session, line, agent))
+                    session.lines.append(agent_progress(
+                        line, agent=agent, keep=_PROGRESS_KEEP, tool_use_id="toolu_1",
+                        parent_tool_use_id="toolu_1", uuid=self._next("pr-"),
+                        timestamp=line["timestamp"], cwd=session.cwd, session=session.session_id,
+                    ))  # fmt: skip
             total += response.copies[-1]["message"]["usage"]["output_tokens"]
-        session.lines.append(tool_result(
-            "task done", timestamp=self._stamp(session, 1), cwd=session.cwd,
-            session=session.session_id, task_usage={"input_tokens": 10, "output_tokens": total},
+        session.lines.append(task_result(
+            "task done", {"input_tokens": 10, "output_tokens": total},
+            timestamp=self._stamp(session, 1), cwd=session.cwd, session=session.session_id,
         ))  # fmt: skip
-
-    def _progress_copy(self, session: _Session, line: Mapping[str, Any], agent: str) -> dict:
-        inner = {key: copy.deepcopy(line[key]) for key in
-                 ("type", "timestamp", "requestId", "isSidechain", "uuid", "costUSD", "message")
-                 if key in line}  # fmt: skip
-        return {
-            "parentUuid": "a-1", "isSidechain": False, "userType": "external",
-            "cwd": session.cwd, "sessionId": session.session_id, "version": VERSION,
-            "gitBranch": "main", "type": "progress",
-            "data": {"message": inner, "normalizedMessages": [], "type": "agent_progress",
-                     "prompt": "", "agentId": agent},
-            "toolUseID": "toolu_1", "parentToolUseID": "toolu_1", "uuid": self._next("pr-"),
-            "timestamp": line["timestamp"],
-        }  # fmt: skip
 
     def btw(self, session: _Session) -> None:
         """/btw: replay earlier responses as sidechain lines, after their main copies."""
@@ -1804,21 +1608,18 @@ class _RandomWriter:
         if not recent:
             return
         for response in rng.sample(recent, rng.randint(1, len(recent))):
-            replay = copy.deepcopy(rng.choice(response.copies))
-            replay["isSidechain"] = True
-            replay["uuid"] = self._next("b-")
-            replay["timestamp"] = self._stamp(session, 0.5)
+            original = rng.choice(response.copies)
+            changes = {"uuid": self._next("b-"), "timestamp": self._stamp(session, 0.5)}
             choice = rng.random()
             if choice < 0.6:
-                replay["requestId"] = self._next("req_btw")
+                changes["requestId"] = self._next("req_btw")
             elif choice < 0.8:
-                replay.pop("requestId", None)
-            session.lines.append(replay)
+                changes["requestId"] = DELETE
+            session.lines.append(sidechain_copy(original, changes))
         if rng.random() < 0.3:  # a replay of a final copy in another file: order is free
-            final = copy.deepcopy(rng.choice(recent).copies[-1])
-            final["isSidechain"] = True
-            final["requestId"] = self._next("req_btw")
-            session.subagents.setdefault(self._next("btw"), []).append(final)
+            final = rng.choice(recent).copies[-1]
+            replay = sidechain_copy(final, {"requestId": self._next("req_btw")})
+            session.subagents.setdefault(self._next("btw"), []).append(replay)
 
     def error(self, session: _Session) -> None:
         rng = self.rng
@@ -1836,7 +1637,11 @@ class _RandomWriter:
             session.lines.append(summary(self._words(3, 10)))
         elif roll < 0.6:
             files = {f"/src/{self._words(1, 1)}.py": self._words(10, 200) for _ in range(3)}
-            session.lines.append(snapshot(self._stamp(session, 0), files))
+            stamp = self._stamp(session, 0)
+            backups = {name: {"backupFileName": f"{zlib.crc32(name.encode()):08x}@v1",
+                              "version": 1, "backupTime": stamp, "content": body}
+                       for name, body in files.items()}  # fmt: skip
+            session.lines.append(snapshot("u-1", stamp, backups))
         elif roll < 0.8:
             session.lines.append({"type": "system", "subtype": "compact_boundary",
                                   "content": "Conversation compacted",

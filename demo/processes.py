@@ -1,4 +1,5 @@
-"""Real process trees with controlled names, for the resources sentinel's tests and benchmark.
+"""Real process trees with controlled names: stand-ins for agent sessions, for the resources
+sentinel's tests and benchmark (in the package, so bench/ imports it without path tricks).
 
 A copy of /bin/sh named like an agent (`claude`) starts children that are copies of
 /bin/sleep named `node`, `codex`, …; the kernel takes the process name from the file name, so

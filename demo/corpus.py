@@ -1,6 +1,6 @@
-"""Deterministic generator of a realistic Claude Code transcript tree, for benchmarks.
+"""Deterministic generator of a realistic Claude Code transcript tree (the benchmark corpus).
 
-    python bench/corpus.py OUT_DIR --size 1G [--files N] [--seed S]
+    python -m agentwatch.demo.corpus OUT_DIR --size 1G [--files N] [--seed S] [--force]
 
 writes OUT_DIR/projects/<slug>/<session-uuid>.jsonl and sub-agent files
 OUT_DIR/projects/<slug>/<session-uuid>/subagents/agent-<id>.jsonl, then OUT_DIR/corpus.json (the
@@ -13,11 +13,12 @@ a few of several MB, duplicated in `toolUseResult` as Claude Code does), assista
 with smaller output_tokens), plus summaries, file-history snapshots (a few huge ones), progress
 wrappers (hook progress, and agent progress that repeats a sub-agent's response), `/btw` sidechain
 replays and `<synthetic>` API-error lines. Every line passes ccusage's acceptance rules except a
-small, counted set of deliberately bad lines (`BAD_KINDS`).
+small, counted set of deliberately bad lines (`BAD_KINDS`). The lines come from the project's one
+line builder, `agentwatch.demo.transcripts`.
 
-Used as a library: `generate()` builds a tree, `ensure_corpus()` re-uses a matching one,
-`session_line()` renders one assistant line and `append_response()` appends one new response to
-an existing transcript (the latency benchmark).
+Used as a library (by bench/bench_ledger.py): `generate()` builds a tree, `ensure_corpus()`
+re-uses a matching one, `append_response()` appends one new response to an existing transcript
+(the latency benchmark).
 """
 
 from __future__ import annotations
@@ -30,13 +31,16 @@ import os
 import random
 import re
 import shutil
-import string
 import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from agentwatch.core import claude
+from agentwatch.demo import transcripts
+from agentwatch.demo.transcripts import b62, dumps, iso_ms, new_message_id, new_request_id, new_uuid
 
 GENERATOR_VERSION = 2
 MANIFEST = "corpus.json"
@@ -55,7 +59,7 @@ MODELS: dict[str, float] = {
     "claude-haiku-4-5-20251001": 0.10,
 }
 HAIKU = "claude-haiku-4-5-20251001"
-SYNTHETIC = "<synthetic>"
+SYNTHETIC = transcripts.SYNTHETIC
 
 # $ per million tokens: input, output, 5-minute cache write, cache read, the same above 200k
 # tokens of a class in one entry (None: no tier), fast-mode multiplier. ccusage 20.0.24 offline.
@@ -133,14 +137,6 @@ TOOLS = (
     "TodoWrite",
 )
 
-_B62 = string.ascii_letters + string.digits
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
-
-
-def dumps(obj: Any) -> str:
-    """Compact JSON the way Claude Code (JSON.stringify) writes it."""
-    return _ENCODE(obj)
-
 
 def parse_size(text: str) -> int:
     """'200M', '1G', '1.5G', '512K' (binary units) or a plain number of bytes."""
@@ -156,37 +152,6 @@ def format_size(n: int) -> str:
         if n >= scale and n % scale == 0:
             return f"{n // scale}{unit}"
     return str(n)
-
-
-def iso_ms(ms: int) -> str:
-    """ISO 8601 UTC with exactly three fraction digits and Z (what ccusage accepts)."""
-    sec, milli = divmod(ms, 1000)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)) + f".{milli:03d}Z"
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def new_uuid(rng: random.Random) -> str:
-    h = f"{rng.getrandbits(128):032x}"
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) % 4]}{h[17:20]}-{h[20:32]}"
-
-
-def b62(rng: random.Random, n: int) -> str:
-    return "".join(rng.choices(_B62, k=n))
-
-
-def new_message_id(rng: random.Random) -> str:
-    return "msg_01" + b62(rng, 22)
-
-
-def new_request_id(rng: random.Random) -> str:
-    return "req_011C" + b62(rng, 20)
-
-
-def slug_of(cwd: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]", "-", cwd)
 
 
 def entry_cost(
@@ -225,6 +190,24 @@ def entry_cost(
 
 # --------------------------------------------------------------------------------------------
 # The expected result: ccusage's dedup rules applied to every valid entry the generator writes.
+
+
+def usage_tokens(usage: dict[str, Any]) -> tuple[int, int, int, int, int]:
+    """(input, output, cache_creation, cache_read, of which 1h cache) the way ccusage reads it."""
+    cc_obj = usage.get("cache_creation")
+    if isinstance(cc_obj, dict):
+        cc1h = int(cc_obj.get("ephemeral_1h_input_tokens", 0))
+        cc = int(cc_obj.get("ephemeral_5m_input_tokens", 0)) + cc1h
+    else:
+        cc1h = 0
+        cc = int(usage.get("cache_creation_input_tokens", 0))
+    return (
+        int(usage["input_tokens"]),
+        int(usage["output_tokens"]),
+        cc,
+        int(usage.get("cache_read_input_tokens", 0)),
+        cc1h,
+    )
 
 
 @dataclass
@@ -427,109 +410,6 @@ class TextPool:
 
 
 # --------------------------------------------------------------------------------------------
-# Lines
-
-
-def session_line(
-    *,
-    cwd: str,
-    session_id: str,
-    message_id: str,
-    request_id: str | None,
-    model: str,
-    usage: dict[str, Any],
-    content: list[dict[str, Any]],
-    timestamp: str,
-    uuid: str,
-    parent_uuid: str | None = None,
-    version: str = "2.0.37",
-    git_branch: str = "main",
-    is_sidechain: bool = False,
-    agent_id: str | None = None,
-    stop_reason: str | None = "end_turn",
-    cost_usd: float | None = None,
-    api_error: bool = False,
-) -> str:
-    """One assistant transcript line (compact JSON, no newline), keys in Claude Code's order."""
-    line: dict[str, Any] = {
-        "parentUuid": parent_uuid,
-        "isSidechain": is_sidechain,
-        "userType": "external",
-        "cwd": cwd,
-        "sessionId": session_id,
-        "version": version,
-        "gitBranch": git_branch,
-    }
-    if agent_id is not None:
-        line["agentId"] = agent_id
-    line["message"] = {
-        "model": model,
-        "id": message_id,
-        "type": "message",
-        "role": "assistant",
-        "content": content,
-        "stop_reason": stop_reason,
-        "stop_sequence": None,
-        "usage": usage,
-    }
-    if request_id is not None:
-        line["requestId"] = request_id
-    line["type"] = "assistant"
-    line["uuid"] = uuid
-    line["timestamp"] = timestamp
-    if cost_usd is not None:
-        line["costUSD"] = cost_usd
-    if api_error:
-        line["isApiErrorMessage"] = True
-    return dumps(line)
-
-
-def make_usage(
-    inp: int,
-    out: int,
-    cc5: int,
-    cc1h: int,
-    cr: int,
-    *,
-    cache_object: bool = True,
-    speed: str | None = None,
-) -> dict[str, Any]:
-    usage: dict[str, Any] = {
-        "input_tokens": inp,
-        "cache_creation_input_tokens": cc5 + cc1h,
-        "cache_read_input_tokens": cr,
-    }
-    if cache_object:
-        usage["cache_creation"] = {
-            "ephemeral_5m_input_tokens": cc5,
-            "ephemeral_1h_input_tokens": cc1h,
-        }
-    usage["output_tokens"] = out
-    usage["service_tier"] = "standard"
-    if speed is not None:
-        usage["speed"] = speed
-    return usage
-
-
-def usage_tokens(usage: dict[str, Any]) -> tuple[int, int, int, int, int]:
-    """(input, output, cache_creation, cache_read, of which 1h cache) the way ccusage reads it."""
-    cc_obj = usage.get("cache_creation")
-    if isinstance(cc_obj, dict):
-        cc1h = int(cc_obj.get("ephemeral_1h_input_tokens", 0))
-        cc = int(cc_obj.get("ephemeral_5m_input_tokens", 0)) + cc1h
-    else:
-        cc1h = 0
-        cc = int(usage.get("cache_creation_input_tokens", 0))
-    return (
-        int(usage["input_tokens"]),
-        int(usage["output_tokens"]),
-        cc,
-        int(usage.get("cache_read_input_tokens", 0)),
-        cc1h,
-    )
-
-
-# --------------------------------------------------------------------------------------------
 # Generation
 
 
@@ -617,19 +497,17 @@ class _Session:
         self.t_ms += self.rng.randint(lo, hi)
         return iso_ms(self.t_ms)
 
-    def header(self, sidechain: bool | None = None) -> dict[str, Any]:
-        h: dict[str, Any] = {
-            "parentUuid": self.parent,
-            "isSidechain": self.sidechain if sidechain is None else sidechain,
-            "userType": "external",
-            "cwd": self.cwd,
-            "sessionId": self.session_id,
-            "version": self.version,
-            "gitBranch": self.branch,
-        }
-        if self.agent_id is not None:
-            h["agentId"] = self.agent_id
-        return h
+    def fields(self) -> transcripts.Fields:
+        """The session fields of its next line (its parent: the last line written)."""
+        return transcripts.Fields(
+            cwd=self.cwd,
+            session=self.session_id,
+            parent_uuid=self.parent,
+            sidechain=self.sidechain,
+            version=self.version,
+            git_branch=self.branch,
+            agent_id=self.agent_id,
+        )
 
     def uuid(self) -> str:
         u = new_uuid(self.rng)
@@ -638,12 +516,8 @@ class _Session:
 
     # -- line kinds
     def summary(self, w: _Writer) -> None:
-        line = {
-            "type": "summary",
-            "summary": self.pool.words(self.rng, self.rng.randint(4, 10)),
-            "leafUuid": new_uuid(self.rng),
-        }
-        w.write("summary", dumps(line))
+        text = self.pool.words(self.rng, self.rng.randint(4, 10))
+        w.write("summary", dumps(transcripts.summary(text, new_uuid(self.rng))))
 
     def snapshot(self, w: _Writer, files: int, kind: str = "file-history-snapshot") -> None:
         rng = self.rng
@@ -658,30 +532,20 @@ class _Session:
                 "version": rng.randint(1, 9),
                 "backupTime": ts,
             }
-        line = {
-            "type": "file-history-snapshot",
-            "messageId": mid,
-            "snapshot": {"messageId": mid, "trackedFileBackups": backups, "timestamp": ts},
-            "isSnapshotUpdate": rng.random() < 0.3,
-        }
-        w.write(kind, dumps(line))
+        w.write(kind, dumps(transcripts.snapshot(mid, ts, backups, update=rng.random() < 0.3)))
 
     def user_prompt(self, w: _Writer, text: str | None = None) -> None:
         rng = self.rng
         if text is None:
             text = self.pool.take(rng, int(rng.lognormvariate(math.log(400), 0.9)) + 20)
-        line = self.header()
-        line.update(
-            {
-                "type": "user",
-                "message": {"role": "user", "content": text},
-                "uuid": self.uuid(),
-                "timestamp": self.tick(2_000, 120_000),
-            }
+        fields = self.fields()
+        line = transcripts.user_prompt(
+            text,
+            uuid=self.uuid(),
+            timestamp=self.tick(2_000, 120_000),
+            permission_mode=None if self.sidechain else "acceptEdits",
+            **fields,
         )
-        if not self.sidechain:
-            line["thinkingMetadata"] = {"level": "high", "disabled": False, "triggers": []}
-            line["permissionMode"] = "acceptEdits"
         w.write("user_prompt", dumps(line))
         self.context += len(text) // 4
 
@@ -696,13 +560,12 @@ class _Session:
 
     def _make_usage(self, inp: int, out: int, cc: int | tuple[int, int], cr: int) -> dict[str, Any]:
         cc5, cc1h = self._split(cc) if isinstance(cc, int) else cc
-        return make_usage(
+        return transcripts.make_usage(
             inp,
             out,
-            cc5,
-            cc1h,
+            cc5 + cc1h,
             cr,
-            cache_object=self.cache_object,
+            cache_1h=cc1h if self.cache_object else None,
             speed="fast" if self.fast else None,
         )
 
@@ -822,24 +685,20 @@ class _Session:
             if self.cost_usd:
                 i_, o_, c_, r_, h_ = usage_tokens(usage)
                 cost_usd = round(entry_cost(self.model, i_, o_, c_ - h_, h_, r_), 8)
-            text = session_line(
-                cwd=self.cwd,
-                session_id=self.session_id,
-                message_id=mid,
-                request_id=rid,
+            line = transcripts.assistant(
+                mid,
+                rid,
                 model=self.model,
                 usage=usage,
                 content=[block],
                 timestamp=ts,
                 uuid=self.uuid(),
-                parent_uuid=self.parent,
-                version=self.version,
-                git_branch=self.branch,
-                is_sidechain=self.sidechain,
-                agent_id=self.agent_id,
                 stop_reason=("tool_use" if tools else "end_turn") if last else None,
+                stop_sequence=True,
                 cost_usd=cost_usd,
+                **self.fields(),
             )
+            text = dumps(line)
             w.write("assistant_sidechain" if self.sidechain else "assistant", text)
             lines.append(text)
             self._record(mid, rid, self.sidechain, usage, self.model, cost_usd)
@@ -856,35 +715,18 @@ class _Session:
     def api_error(self, w: _Writer) -> None:
         rng = self.rng
         idx = rng.choices((0, 1, 2), weights=(6, 3, 1))[0]
-        usage = {
-            "input_tokens": 0,
-            "output_tokens": 0,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-            "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
-            "service_tier": None,
-            "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
-        }
+        usage = transcripts.synthetic_usage()
         mid = new_uuid(rng)
-        text = session_line(
-            cwd=self.cwd,
-            session_id=self.session_id,
-            message_id=mid,
-            request_id=None,
-            model=SYNTHETIC,
+        line = transcripts.api_error(
+            mid,
+            SYNTHETIC_TEXTS[idx],
             usage=usage,
-            content=[{"type": "text", "text": SYNTHETIC_TEXTS[idx]}],
+            stop_sequence=True,
             timestamp=self.tick(500, 30_000),
             uuid=self.uuid(),
-            parent_uuid=self.parent,
-            version=self.version,
-            git_branch=self.branch,
-            is_sidechain=self.sidechain,
-            agent_id=self.agent_id,
-            stop_reason="stop_sequence",
-            api_error=True,
+            **self.fields(),
         )
-        w.write("api_error", text)
+        w.write("api_error", dumps(line))
         self._record(mid, None, self.sidechain, usage, SYNTHETIC, None)
         name = ("overloaded_529", "rate_limit_429", "usage_limit")[idx]
         self.stats.api_errors[name] = self.stats.api_errors.get(name, 0) + 1
@@ -906,21 +748,22 @@ class _Session:
         ts = self.tick(100, 2_000)
         if kind == "ts_microseconds":
             ts = ts[:-1] + f"{rng.randint(0, 999):03d}Z"
-        text = session_line(
-            cwd=self.cwd,
-            session_id=self.session_id,
-            message_id=new_message_id(rng),
-            request_id=new_request_id(rng),
-            model=self.model,
-            usage=usage,
-            content=[block],
-            timestamp=ts,
-            uuid=new_uuid(rng),
-            parent_uuid=self.parent,
-            version="2.0" if kind == "bad_version" else self.version,
-            git_branch=self.branch,
-            is_sidechain=self.sidechain,
-            agent_id=self.agent_id,
+        fields = self.fields()
+        if kind == "bad_version":
+            fields["version"] = "2.0"
+        text = dumps(
+            transcripts.assistant(
+                new_message_id(rng),
+                new_request_id(rng),
+                model=self.model,
+                usage=usage,
+                content=[block],
+                timestamp=ts,
+                uuid=new_uuid(rng),
+                stop_reason="end_turn",
+                stop_sequence=True,
+                **fields,
+            )
         )
         if kind == "truncated":
             cut = text.index('"usage":{') + 20
@@ -997,46 +840,24 @@ class _Session:
                 "content": text,
                 "numLines": text.count("\n") + 1,
             }
-        line = self.header()
-        line.update(
-            {
-                "type": "user",
-                "message": {
-                    "role": "user",
-                    "content": [
-                        {
-                            "tool_use_id": tool_id,
-                            "type": "tool_result",
-                            "content": content,
-                            "is_error": rng.random() < 0.03,
-                        }
-                    ],
-                },
-                "uuid": self.uuid(),
-                "timestamp": self.tick(50, 30_000),
-                "toolUseResult": result,
-            }
+        fields = self.fields()
+        line = transcripts.tool_result(
+            content,
+            tool_use_id=tool_id,
+            is_error=rng.random() < 0.03,
+            result=result,
+            uuid=self.uuid(),
+            timestamp=self.tick(50, 30_000),
+            **fields,
         )
         data = dumps(line)
         w.write("tool_result", data)
         self.pending_cache += len(data) // 8
 
     def hook_progress(self, w: _Writer, tool_id: str, name: str) -> None:
-        line = self.header()
-        line.update(
-            {
-                "type": "progress",
-                "data": {
-                    "type": "hook_progress",
-                    "hookEvent": "PostToolUse",
-                    "hookName": f"PostToolUse:{name}",
-                    "command": "~/.claude/hooks/format.sh",
-                },
-                "parentToolUseID": tool_id,
-                "toolUseID": tool_id,
-                "timestamp": self.tick(10, 500),
-                "uuid": self.uuid(),
-            }
+        fields = self.fields()
+        line = transcripts.hook_progress(
+            tool_id, name, timestamp=self.tick(10, 500), uuid=self.uuid(), **fields
         )
         w.write("progress_hook", dumps(line))
 
@@ -1045,37 +866,26 @@ class _Session:
         rng = self.rng
         agent_id, responses = self.pending_agents.pop(0)
         for r in responses:
-            line = self.header()
-            line.update(
-                {
-                    "type": "progress",
-                    "data": {
-                        "message": {
-                            "type": "assistant",
-                            "message": {
-                                "model": r.model,
-                                "id": r.message_id,
-                                "type": "message",
-                                "role": "assistant",
-                                "content": [r.block],
-                                "stop_reason": None,
-                                "stop_sequence": None,
-                                "usage": r.usage,
-                            },
-                            "requestId": r.request_id,
-                            "uuid": new_uuid(rng),
-                            "timestamp": r.timestamp,
-                        },
-                        "normalizedMessages": [],
-                        "type": "agent_progress",
-                        "prompt": self.pool.words(rng, 12),
-                        "agentId": agent_id,
-                    },
-                    "toolUseID": f"agent_msg_{b62(rng, 24)}",
-                    "parentToolUseID": tool_id,
-                    "uuid": self.uuid(),
-                    "timestamp": self.tick(10, 3_000),
-                }
+            fields = self.fields()
+            copied = transcripts.assistant(
+                r.message_id,
+                r.request_id,
+                model=r.model,
+                usage=r.usage,
+                content=[r.block],
+                uuid=new_uuid(rng),
+                timestamp=r.timestamp,
+                stop_sequence=True,
+            )
+            line = transcripts.agent_progress(
+                copied,
+                agent=agent_id,
+                prompt=self.pool.words(rng, 12),
+                tool_use_id=f"agent_msg_{b62(rng, 24)}",
+                parent_tool_use_id=tool_id,
+                uuid=self.uuid(),
+                timestamp=self.tick(10, 3_000),
+                **fields,
             )
             w.write("progress_agent", dumps(line))
             self._record(r.message_id, r.request_id, False, r.usage, r.model, None)
@@ -1083,36 +893,28 @@ class _Session:
         for r in responses:
             for i, v in enumerate(usage_tokens(r.usage)[:4]):
                 total[i] += v
-        last = responses[-1].usage if responses else make_usage(0, 0, 0, 0, 0)
+        last = responses[-1].usage if responses else transcripts.make_usage(cache_1h=0)
         text = self.pool.take(rng, rng.randint(500, 6000))
-        line = self.header()
-        line.update(
-            {
-                "type": "user",
-                "message": {
-                    "role": "user",
-                    "content": [
-                        {
-                            "tool_use_id": tool_id,
-                            "type": "tool_result",
-                            "content": [{"type": "text", "text": text}],
-                        }
-                    ],
-                },
-                "uuid": self.uuid(),
-                "timestamp": self.tick(1_000, 60_000),
-                # Passes ccusage's raw `"usage":{` prefilter but never counts (toolUseResult.usage).
-                "toolUseResult": {
-                    "status": "completed",
-                    "prompt": self.pool.words(rng, 20),
-                    "agentId": agent_id,
-                    "content": [{"type": "text", "text": text}],
-                    "totalDurationMs": rng.randint(5_000, 900_000),
-                    "totalTokens": sum(total),
-                    "totalToolUseCount": len(responses),
-                    "usage": last,
-                },
-            }
+        fields = self.fields()
+        uuid, timestamp = self.uuid(), self.tick(1_000, 60_000)
+        # Passes ccusage's raw `"usage":{` prefilter but never counts (toolUseResult.usage).
+        result = {
+            "status": "completed",
+            "prompt": self.pool.words(rng, 20),
+            "agentId": agent_id,
+            "content": [{"type": "text", "text": text}],
+            "totalDurationMs": rng.randint(5_000, 900_000),
+            "totalTokens": sum(total),
+            "totalToolUseCount": len(responses),
+            "usage": last,
+        }
+        line = transcripts.tool_result(
+            [{"type": "text", "text": text}],
+            tool_use_id=tool_id,
+            result=result,
+            uuid=uuid,
+            timestamp=timestamp,
+            **fields,
         )
         w.write("tool_result_task", dumps(line))
 
@@ -1123,13 +925,14 @@ class _Session:
         for lines in self.history[-8:]:
             rid = new_request_id(rng)
             for text in lines:
-                obj = json.loads(text)
-                obj["isSidechain"] = True
-                obj["requestId"] = rid
-                obj["uuid"] = new_uuid(rng)
-                w.write("sidechain_replay", dumps(obj))
-                msg = obj["message"]
-                self._record(msg["id"], rid, True, msg["usage"], msg["model"], obj.get("costUSD"))
+                replay = transcripts.sidechain_copy(
+                    json.loads(text), {"requestId": rid, "uuid": new_uuid(rng)}
+                )
+                w.write("sidechain_replay", dumps(replay))
+                msg = replay["message"]
+                self._record(
+                    msg["id"], rid, True, msg["usage"], msg["model"], replay.get("costUSD")
+                )
         saved = self.sidechain
         self.sidechain = True
         self.response(w, [])
@@ -1295,7 +1098,7 @@ def generate(
         remaining = max(0, total_bytes - stats.bytes)
         budget = max(3_000, int(remaining * weights[i] / remaining_weight))
         remaining_weight -= weights[i]
-        slug_dir = projects / slug_of(session.cwd)
+        slug_dir = projects / claude.slug(session.cwd)
         if sub >= 0:
             agent_id = f"{session.rng.getrandbits(32):08x}"
             child = _Session(
@@ -1401,7 +1204,7 @@ def ensure_corpus(
         return manifest, False
     if out.exists() and any(out.iterdir()):
         if manifest is None and not (out / GENERATING).exists():
-            raise FileExistsError(f"{out} is not empty and was not made by bench/corpus.py")
+            raise FileExistsError(f"{out} is not empty and was not made by this generator")
         shutil.rmtree(out)
     return generate(out, total_bytes, files, seed, progress=progress), True
 
@@ -1483,7 +1286,8 @@ def append_response(
     p = Path(path)
     rng = rng or random.Random()
     ctx = context if context is not None else _tail_context(p)
-    msg = ctx.get("message") if isinstance(ctx.get("message"), dict) else {}
+    found = ctx.get("message")
+    msg: dict[str, Any] = found if isinstance(found, dict) else {}
     model = (
         model
         or (msg.get("model") if msg.get("model") not in (None, SYNTHETIC) else None)
@@ -1497,27 +1301,29 @@ def append_response(
             rng.randint(20_000, 150_000),
         )
     inp, out, cc, cr = tokens
-    usage = make_usage(inp, out, cc, 0, cr)
+    usage = transcripts.make_usage(inp, out, cc, cr, cache_1h=0)
     mid = new_message_id(rng)
     rid = new_request_id(rng)
     uuid = new_uuid(rng)
-    line = session_line(
-        cwd=str(ctx.get("cwd", "/home/alice/work/" + p.parent.name)),
-        session_id=str(ctx.get("sessionId", p.stem)),
-        message_id=mid,
-        request_id=rid,
+    line = transcripts.assistant(
+        mid,
+        rid,
         model=model,
         usage=usage,
         content=[{"type": "text", "text": "Done: " + b62(rng, rng.randint(40, 400))}],
-        timestamp=timestamp or iso_ms(now_ms()),
-        uuid=uuid,
+        cwd=str(ctx.get("cwd", "/home/alice/work/" + p.parent.name)),
+        session=str(ctx.get("sessionId", p.stem)),
         parent_uuid=ctx.get("uuid") if isinstance(ctx.get("uuid"), str) else None,
+        sidechain=ctx.get("isSidechain") is True,
         version=str(ctx.get("version", "2.0.37")),
         git_branch=str(ctx.get("gitBranch", "main")),
-        is_sidechain=ctx.get("isSidechain") is True,
         agent_id=ctx.get("agentId") if isinstance(ctx.get("agentId"), str) else None,
+        timestamp=timestamp or transcripts.now(),
+        uuid=uuid,
+        stop_reason="end_turn",
+        stop_sequence=True,
     )
-    data = (line + "\n").encode()
+    data = transcripts.encode(line) + b"\n"
     fd = os.open(p, os.O_WRONLY | os.O_APPEND)
     try:
         os.write(fd, data)
@@ -1538,13 +1344,15 @@ def append_response(
     }
 
 
-def transcripts(out_dir: str | os.PathLike[str]) -> Iterable[Path]:
+def transcript_files(out_dir: str | os.PathLike[str]) -> Iterable[Path]:
     """Every *.jsonl under out_dir/projects, sorted."""
     return sorted((Path(out_dir) / "projects").rglob("*.jsonl"))
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m agentwatch.demo.corpus", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("out_dir")
     ap.add_argument("--size", default="200M", help="total bytes, e.g. 200M, 1G (binary units)")
     ap.add_argument("--files", type=int, default=2000, help="number of .jsonl files")
