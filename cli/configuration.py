@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from agentwatch.core import config, paths, secretfiles, webconfig
+from agentwatch.core import config, paths, secretfiles
 from agentwatch.sentinels import registry
 
 
@@ -38,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def check(path: Path | None) -> int:
+    from agentwatch.core import webconfig
+
     try:
         loaded = registry.load_config(path)
     except config.ConfigError as err:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentwatch.cli import common
-from agentwatch.core import config, notify
-from agentwatch.core.webconfig import WebConfigError, load_for
-from agentwatch.exporter.collector import SpoolCollector
-from agentwatch.exporter.server import serve
+from agentwatch.core import config
 from agentwatch.sentinels import registry
+
+if TYPE_CHECKING:  # every command builds the parser: the exporter loads only when it runs
+    from agentwatch.exporter.collector import SpoolCollector
 
 log = logging.getLogger("agentwatch")
 
@@ -29,6 +30,8 @@ def add(commands: argparse._SubParsersAction) -> None:
 
 def spool_collector(cfg: config.Config, spool_dir: Path) -> SpoolCollector:
     """The exporter's view of the spool, as every command that reads it needs it."""
+    from agentwatch.exporter.collector import SpoolCollector
+
     return SpoolCollector(
         spool_dir,
         expected=registry.enabled(cfg),
@@ -38,6 +41,10 @@ def spool_collector(cfg: config.Config, spool_dir: Path) -> SpoolCollector:
 
 
 def run(args: argparse.Namespace, cfg: config.Config) -> int:
+    from agentwatch.core import notify
+    from agentwatch.core.webconfig import WebConfigError, load_for
+    from agentwatch.exporter.server import serve
+
     spool_dir, _ = common.dirs(args, cfg)
     listen = args.listen or cfg["exporter"]["listen"]
     try:

@@ -6,8 +6,6 @@ import argparse
 import getpass
 import sys
 
-from agentwatch.core.webconfig import hash_password
-
 
 def add(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
@@ -24,6 +22,8 @@ def add(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from agentwatch.core.webconfig import hash_password
+
     if sys.stdin.isatty():
         password = getpass.getpass("Password: ")
         if getpass.getpass("Again: ") != password:

@@ -20,10 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from agentwatch.cli import assets, stack
-from agentwatch.core import __version__, config, paths
+from agentwatch.core import config, paths
 from agentwatch.core.files import write_atomic
 from agentwatch.sentinels import registry
 
@@ -207,6 +205,8 @@ def stack_files(target: Target, state: Path) -> stack.StackFiles:
 
 def plan_monitoring(cfg: config.Config, target: Target, plan: Plan) -> None:
     """Rules, Prometheus and Alertmanager configs and Grafana provisioning for this install."""
+    import yaml
+
     shipped = assets.rules_dir()
     rules_dir = target.prefix / "rules"
     rules = sorted(shipped.glob("*.rules.yml"))
@@ -287,6 +287,8 @@ def read_manifest(path: Path) -> dict[str, str]:
 
 
 def _write_manifest(target: Target, files: dict[str, str]) -> None:
+    from agentwatch.core import __version__
+
     document = {"agentwatch": __version__, "files": dict(sorted(files.items()))}
     write_atomic(target.manifest, (json.dumps(document, indent=2) + "\n").encode(), 0o644)
 

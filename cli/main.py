@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from agentwatch.cli import (
     ack,
@@ -19,7 +20,7 @@ from agentwatch.cli import (
     status,
     up,
 )
-from agentwatch.core import __version__, paths
+from agentwatch.core import paths
 
 # Commands that run from a loaded config: name -> module with add(commands) and run(args, cfg).
 WITH_CONFIG = {
@@ -33,6 +34,19 @@ WITH_CONFIG = {
 }
 
 
+class _Version(argparse.Action):
+    """--version, with the version looked up only when asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from agentwatch.core import __version__
+
+        print(f"agentwatch {__version__}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentwatch",
@@ -41,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"Config file: {paths.default_config_file()} (every key optional; "
         "`agentwatch config show` prints them all).",
     )
-    parser.add_argument("--version", action="version", version=f"agentwatch {__version__}")
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     parser.add_argument("--config", type=Path, help="config file to use instead of the default")
     parser.add_argument(
         "--log-level", choices=["debug", "info", "warning", "error"], help="override log_level"

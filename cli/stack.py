@@ -13,9 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import requests
-import yaml
-
 from agentwatch.cli import assets
 from agentwatch.core import config
 from agentwatch.core.files import write_atomic
@@ -63,6 +60,8 @@ def prometheus_ui(listen: str, wait: float = 15.0) -> str:
     """The base URL of Prometheus' pages, ending in `/`. Upstream builds serve them at the
     root (/alerts, /rules, /targets); Debian's package only at /classic/..., and its root
     redirects there. Waits up to `wait` seconds for Prometheus to answer."""
+    import requests
+
     root = f"http://{listen}/"
     deadline = time.monotonic() + wait
     while True:
@@ -101,6 +100,8 @@ def prometheus_config(cfg: config.Config, exporter_listen: str, rules: list[Path
 
 def alertmanager_config(cfg: config.Config, rules_dir: Path | None = None) -> dict[str, Any]:
     """The shipped local routing, with this stack's webhook address and group wait."""
+    import yaml
+
     rules_dir = rules_dir or assets.rules_dir()
     raw = yaml.safe_load((rules_dir / LOCAL_ALERTMANAGER).read_text(encoding="utf-8"))
     stack = cfg["stack"]
@@ -120,6 +121,8 @@ def alertmanager_config(cfg: config.Config, rules_dir: Path | None = None) -> di
 
 def write_configs(cfg: config.Config, state: Path, exporter_listen: str) -> StackFiles:
     """Write both configs into `<state>/stack/` and return where everything lives."""
+    import yaml
+
     base = state / "stack"
     files = StackFiles(
         prometheus_config=base / "prometheus.yml",

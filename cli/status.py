@@ -7,12 +7,15 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentwatch.cli import common
 from agentwatch.cli.exporter import spool_collector
 from agentwatch.controller import report
 from agentwatch.core import config
-from agentwatch.exporter.collector import SentinelHealth
+
+if TYPE_CHECKING:
+    from agentwatch.exporter.collector import SentinelHealth
 
 
 def add(commands: argparse._SubParsersAction) -> None:

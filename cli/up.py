@@ -16,10 +16,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import requests
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from agentwatch.cli import common, stack
 from agentwatch.cli.exporter import spool_collector
@@ -27,9 +24,10 @@ from agentwatch.controller import report
 from agentwatch.core import claude, config, paths
 from agentwatch.core.files import write_atomic
 from agentwatch.core.process import die_with_parent
-from agentwatch.demo import workload as demo_workload
-from agentwatch.exporter.collector import SpoolCollector
 from agentwatch.sentinels import registry
+
+if TYPE_CHECKING:  # every command builds the parser: these load when `up` runs
+    from agentwatch.exporter.collector import SpoolCollector
 
 log = logging.getLogger("agentwatch.up")
 STATUS_EVERY = 10.0
@@ -152,6 +150,10 @@ def derived_config(args: argparse.Namespace, cfg: config.Config, layout: Layout)
     """The user's config plus what this run wires together (the demo's folders and tmux
     server, the stack's Alertmanager, the demo orchestrator), validated and written once so
     every child reads the same file."""
+    import yaml
+
+    from agentwatch.demo import workload as demo_workload
+
     raw = _raw_config(args.config)
     extra: dict[str, Any] = {}
     if layout.stack and "alertmanagers" not in (raw.get("controller") or {}):
@@ -291,6 +293,8 @@ def alerts_line(alerts: Any) -> str:
 
 
 def _alerts_line(alertmanager: str) -> str:
+    import requests
+
     try:
         reply = requests.get(f"http://{alertmanager}/api/v2/alerts", timeout=1.0)
         alerts = reply.json() if reply.ok else None

@@ -3,7 +3,9 @@
 The schema is data (nested dicts of `Key`), so `config check`, the defaults and the example
 config all come from one place. The sections of the sentinels are not listed here: each
 sentinel declares its own keys (see agentwatch.sentinels.contract), and whoever loads the
-config passes them in (`agentwatch.sentinels.registry.load_config` does).
+config passes them in (`agentwatch.sentinels.registry.load_config` does). Every command
+imports this module, so what only some need (yaml, the HTTP module's address parser) is
+imported where it is used.
 """
 
 from __future__ import annotations
@@ -15,10 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from agentwatch.core import paths
-from agentwatch.core.http import parse_listen
 
 
 class ConfigError(Exception):
@@ -152,6 +151,8 @@ def path_list(value: Any) -> list[Path] | None:
 
 
 def listen_address(value: Any) -> str:
+    from agentwatch.core.http import parse_listen
+
     text = string(value)
     parse_listen(text)
     return text
@@ -514,6 +515,8 @@ def _listens(values: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
 
 def contradictions(values: Mapping[str, Any]) -> list[str]:
     """Settings that are each valid but cannot hold together, naming both keys."""
+    from agentwatch.core.http import parse_listen
+
     problems = []
     controller = values["controller"]
     if controller["min_agents"] > controller["max_agents"]:
@@ -546,6 +549,8 @@ def from_mapping(
 
 def read_raw(path: Path) -> Any:
     """The YAML of a config file; ConfigError when it cannot be read or parsed."""
+    import yaml
+
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as err:
@@ -571,6 +576,8 @@ def load(path: Path | None = None, sentinels: Mapping[str, Schema] | None = None
 
 def defaults_as_yaml(sentinels: Mapping[str, Schema] | None = None) -> str:
     """A commented example config listing every key with its default."""
+    import yaml
+
     lines: list[str] = ["# agentwatch config: every key is optional; shown with its default."]
 
     def walk(spec: Schema, indent: int) -> None:

@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentwatch.core.config import Config, Key
-from agentwatch.core.loop import Work
-from agentwatch.core.secretfiles import SecretFile
+if TYPE_CHECKING:  # the registry imports every sentinel for `--help`: keep that light
+    from agentwatch.core.config import Config, Key
+    from agentwatch.core.loop import Work
+    from agentwatch.core.secretfiles import SecretFile
 
 
 class SentinelError(Exception):

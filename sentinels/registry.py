@@ -18,7 +18,6 @@ from typing import Any
 import agentwatch.sentinels
 from agentwatch.core import config as core_config
 from agentwatch.core import paths, secretfiles
-from agentwatch.core.loop import Loop
 from agentwatch.sentinels.contract import Context, Sentinel, SentinelError
 
 log = logging.getLogger("agentwatch.sentinels")
@@ -84,6 +83,8 @@ def secret_files(cfg: core_config.Config) -> Iterable[secretfiles.SecretFile]:
 
 def run(name: str, cfg: core_config.Config, spool_dir: Path, state_dir: Path, once: bool) -> int:
     """`agentwatch sentinel NAME`: build the sentinel and run its loop (2: cannot start)."""
+    from agentwatch.core.loop import Loop
+
     item = get(name)
     paths.ensure_dir(state_dir)
     paths.ensure_dir(spool_dir, mode=0o755)

@@ -6,9 +6,13 @@ metrics: the families written to the spool; main: one cycle of `agentwatch senti
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agentwatch.core.config import Key, missing_path, optional_path
-from agentwatch.core.loop import Work
 from agentwatch.sentinels.contract import Context, Sentinel
+
+if TYPE_CHECKING:
+    from agentwatch.core.loop import Work
 
 
 def _build(context: Context) -> Work:

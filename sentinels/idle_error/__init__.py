@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agentwatch.core.config import Key, duration, positive_int
-from agentwatch.core.loop import Work
 from agentwatch.sentinels.contract import Context, Sentinel
+
+if TYPE_CHECKING:
+    from agentwatch.core.loop import Work
 
 
 def _build(context: Context) -> Work:

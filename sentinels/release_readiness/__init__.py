@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agentwatch.core.config import Key, duration
-from agentwatch.core.loop import Work
 from agentwatch.sentinels.contract import Context, Sentinel
 from agentwatch.sentinels.release_readiness import settings
+
+if TYPE_CHECKING:
+    from agentwatch.core.loop import Work
 
 
 def _build(context: Context) -> Work:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentwatch.core.config import Key, duration, int_range, missing_path, optional_path
-from agentwatch.core.loop import Work
 from agentwatch.sentinels.contract import Context, Sentinel
+
+if TYPE_CHECKING:
+    from agentwatch.core.loop import Work
 
 PRICE_KEYS = (
     "input",
