@@ -116,7 +116,7 @@ class Loop:
         """Cycle until stopped (or once); always 0: failures are logged and counted, and
         the loop goes on."""
         next_due = time.monotonic()
-        last_publish = -math.inf
+        publish_at = -math.inf  # the publish gate: the earliest time of the next spool write
         pending = False
         try:
             while True:
@@ -129,8 +129,10 @@ class Loop:
                 if once or self.stopping:
                     self.publish(work)
                     return 0
-                again_at = None if outcome.again_in is None else now + outcome.again_in
-                pending, last_publish = self._idle(work, next_due, again_at, pending, last_publish)
+                wake_at = next_due
+                if outcome.again_in is not None:
+                    wake_at = min(wake_at, now + outcome.again_in)
+                pending, publish_at = self._idle(work, wake_at, pending, publish_at)
                 if self.stopping:
                     self.publish(work)
                     return 0
@@ -138,23 +140,22 @@ class Loop:
             work.close()
 
     def _idle(
-        self, work: Work, next_due: float, again_at: float | None, pending: bool, last: float
+        self, work: Work, wake_at: float, pending: bool, publish_at: float
     ) -> tuple[bool, float]:
-        """Publish as the gate allows and wait until the next cycle is due, asked for or
-        woken; returns (still pending, time of the last publish attempt)."""
+        """Publish when the gate allows and wait until `wake_at` or a wake-up; returns whether
+        a publish is still pending and when the gate opens next."""
         while not self.stopping:
             now = time.monotonic()
-            if pending and now - last >= self.publish_gap:
+            if pending and now >= publish_at:
                 written = self.publish(work)
-                pending, last = not written, now if written else now + RETRY_GAP
-            until = min(next_due, math.inf if again_at is None else again_at)
-            if pending:
-                until = min(until, last + self.publish_gap)
-            if now >= min(next_due, math.inf if again_at is None else again_at):
-                return pending, last
+                pending = not written
+                publish_at = now + (self.publish_gap if written else RETRY_GAP)
+            if now >= wake_at:
+                break
+            until = min(wake_at, publish_at) if pending else wake_at
             if self.wait(until - now) and not self.stopping:
-                return pending, last
-        return pending, last
+                break
+        return pending, publish_at
 
     def _cycle(self, work: Work, due: bool) -> Outcome:
         try:
