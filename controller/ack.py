@@ -21,7 +21,8 @@ from datetime import UTC, datetime, timedelta
 import requests
 
 from agentwatch.controller.web import HttpError, join, redact, request_json
-from agentwatch.core.config import Config, parse_duration
+from agentwatch.core.config import Config
+from agentwatch.core.config import duration as parse_duration
 
 log = logging.getLogger("agentwatch.controller")
 

@@ -51,9 +51,6 @@ def duration(value: Any) -> float:
     return seconds
 
 
-parse_duration = duration  # the name `agentwatch ack --for` uses
-
-
 def positive_number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"expected a number, got {type(value).__name__}")

@@ -35,7 +35,7 @@ class Context:
     once: bool  # one cycle, then exit (`--once`, what a systemd timer runs)
     wake: Callable[[], None]  # call from another thread to run the next cycle at once
     stopping: Callable[[], bool]  # a long cycle checks it to end early on SIGTERM
-    name: str = ""
+    name: str  # which sentinel: its section of the config is `settings`
 
     @property
     def settings(self) -> dict[str, Any]:

@@ -96,11 +96,11 @@ def test_xdg_locations(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 def test_durations() -> None:
-    assert config.parse_duration("1.5m") == 90
-    assert config.parse_duration(20) == 20
+    assert config.duration("1.5m") == 90
+    assert config.duration(20) == 20
     for bad in ("", "5 weeks", True, 0):
         with pytest.raises(ValueError):
-            config.parse_duration(bad)
+            config.duration(bad)
 
 
 @pytest.mark.parametrize(
