@@ -18,12 +18,23 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.utils import floatToGoString
 
 from agentwatch.core.files import write_atomic
+from agentwatch.core.sanitize import CONTROL_ESCAPES
 
 SUFFIX = ".prom"
 INTERVAL_METRIC = "agentwatch_sentinel_interval_seconds"
 
 
-_LABEL_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", '"': '\\"'})
+# The exposition's own escapes, plus a safety net for a producer that forgot
+# sanitize.label_value: any other control character goes out as a visible `\xNN`, so one
+# stray `\r` cannot break a line-based reader.
+_LABEL_ESCAPES = str.maketrans(
+    {
+        **{code: "\\" + escape for code, escape in CONTROL_ESCAPES.items()},
+        "\\": "\\\\",
+        "\n": "\\n",
+        '"': '\\"',
+    }
+)
 _SIMPLE_TYPES = {"counter": "_total", "gauge": "", "info": "_info"}
 
 

@@ -1,0 +1,84 @@
+"""One way to read a file that something else can replace: regular files only, without
+blocking, up to a size cap.
+
+Spool files, state files, the config, token and secret files and the web config all live in
+folders another process (or an attacker with the same uid) can write to. Replaced by a symlink
+to /dev/zero, a FIFO or a 10 GB file, a naive `read_text()` hangs or eats all memory. Here the
+file is opened with O_NONBLOCK (a FIFO cannot block the open), checked with fstat on the open
+descriptor (what was checked is what is read), and read up to its kind's cap. Every refusal is
+a `FileRefused`, an OSError, so callers that already handle a missing or unreadable file handle
+these too; its message names the file and the reason, never a byte of the content.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+KiB = 1024
+MiB = 1024 * KiB
+
+SPOOL_LIMIT = 16 * MiB  # a sentinel's spool file; the largest real one is well under 2 MiB
+STATE_LIMIT = 16 * MiB  # a sentinel's or the controller's JSON state
+CONFIG_LIMIT = 1 * MiB  # the YAML config and the web config
+SECRET_LIMIT = 64 * KiB  # a bearer token, a password file
+DATA_LIMIT = 16 * MiB  # other JSON we read: a run config, a price table, a report
+
+
+class FileRefused(OSError):
+    """A file agentwatch will not read: not a regular file, or larger than its cap.
+    `reason` is `not_regular` or `too_large`, for metrics."""
+
+    def __init__(self, path: Path | str, reason: str, detail: str):
+        super().__init__(errno.EINVAL, f"{path}: {detail}")
+        self.reason = reason
+        self.path = str(path)
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def read_bytes(path: Path | str, limit: int) -> bytes:
+    """The content of the regular file `path`, at most `limit` bytes (FileRefused otherwise;
+    OSError as usual for a missing or unreadable file)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise FileRefused(path, "not_regular", f"not a regular file ({_kind(info.st_mode)})")
+        if info.st_size > limit:
+            raise FileRefused(path, "too_large", f"{info.st_size} bytes, over the cap of {limit}")
+        chunks: list[bytes] = []
+        left = limit + 1  # one byte more tells a file that grew past the cap
+        while left > 0:
+            chunk = os.read(descriptor, min(left, MiB))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        if left <= 0:
+            raise FileRefused(path, "too_large", f"grew past the cap of {limit} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(descriptor)
+
+
+def read_text(path: Path | str, limit: int) -> str:
+    """`read_bytes` decoded as UTF-8 without newline translation (a `\\r` stays a `\\r`);
+    UnicodeDecodeError for invalid UTF-8."""
+    return read_bytes(path, limit).decode("utf-8")
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a file"
