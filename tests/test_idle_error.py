@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -268,7 +269,8 @@ def test_memory_round_trip_and_corrupt_file_replaced(tmp_path: Path) -> None:
     assert "API" not in store.path.read_text()  # digests and states, never pane text
     for corrupt in ("{not json", '{"version": 1, "panes": {"x": [1]}}', '{"version": 99}'):
         store.path.write_text(corrupt)
-        assert memory.Store(tmp_path).load() == memory.Memory()
+        rejected = memory.Memory(state_rejected=Counter({"corrupt": 1}))
+        assert memory.Store(tmp_path).load() == rejected  # empty, and counts why
     fresh = memory.Store(tmp_path)
     fresh.load()
     fresh.save(remembered)

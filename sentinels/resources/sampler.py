@@ -18,7 +18,9 @@ from pathlib import Path
 
 import psutil
 
+from agentwatch.core import bounded
 from agentwatch.core.log import FailureGate
+from agentwatch.core.sanitize import label_value
 from agentwatch.sentinels.shared.proctable import (
     Identity,
     Proc,
@@ -34,6 +36,7 @@ log = logging.getLogger("agentwatch.resources")
 SESSION_LABELS = ("pid", "agent", "project", "tmux_session", "tmux_window", "tmux_pane")
 GROUPS = ("sessions", "agentwatch", "orchestrator")
 ERROR_REASONS = ("vanished", "denied", "malformed")
+PIDFILE_LIMIT = 4096  # a pid file holds one number; anything larger is not one
 
 
 @dataclass
@@ -63,6 +66,15 @@ class Sample:
     tmux_panes: int = 0
     tmux_failing: int = 0
     orchestrator_running: bool | None = None  # None: no orchestrator configured
+
+
+def read_pid(path: Path) -> int:
+    """The pid in a pid file (a regular file of at most PIDFILE_LIMIT bytes). The ValueError
+    never quotes the file: it may be a link to a key or a token."""
+    words = bounded.read_bytes(path, PIDFILE_LIMIT).split()
+    if not words or not words[0].isdigit() or len(words[0]) > 10:
+        raise ValueError(f"{label_value(str(path))}: not a pid file (no process id first)")
+    return int(words[0])
 
 
 def _boot_time() -> float:
@@ -126,7 +138,7 @@ class Sampler:
             proc = procs[root]
             labels = {
                 "pid": str(root),
-                "agent": matched[root],
+                "agent": label_value(matched[root]),
                 "project": self._project(proc, scan),
                 **self._pane_labels(root, procs, panes),
             }
@@ -207,9 +219,9 @@ class Sampler:
     def _orchestrators(self, procs: dict[int, Proc]) -> list[int]:
         if self.pidfile is not None:
             try:
-                pid = int(self.pidfile.read_text().split()[0])
+                pid = read_pid(self.pidfile)
                 self.pidfile_gate.succeeded()
-            except (OSError, ValueError, IndexError) as error:
+            except (OSError, ValueError) as error:
                 self.pidfile_gate.failed(error)
                 return []
             return [pid] if pid in procs and not procs[pid].zombie else []
@@ -230,7 +242,9 @@ class Sampler:
             if reason == "denied":
                 self.cwd_gate.failed(f"pid {proc.pid}: permission denied")
             return ""  # not cached: a later cycle may read it
-        project = os.path.basename(cwd.rstrip("/")) or cwd
+        # A folder name is anyone's bytes: controls, quotes, invalid UTF-8 (the surrogates
+        # os.readlink decodes it to), 255 bytes long. The label gets the escaped, capped form.
+        project = label_value(os.fsencode(os.path.basename(cwd.rstrip("/")) or cwd))
         self._projects[proc.identity] = project
         return project
 
