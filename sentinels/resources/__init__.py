@@ -39,6 +39,7 @@ SENTINEL = Sentinel(
         "agentwatch_resources_resident_memory_bytes",
         "agentwatch_resources_processes",
         "agentwatch_resources_orchestrator_running",
+        "agentwatch_resources_orchestrator_pidfile_failing",
         "agentwatch_resources_processes_scanned",
         "agentwatch_resources_scan_duration_seconds",
         "agentwatch_resources_scan_errors_total",

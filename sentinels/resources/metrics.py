@@ -65,6 +65,14 @@ def families(
     if sample.orchestrator_running is not None:
         running.add_metric([], float(sample.orchestrator_running))
     yield running
+    pidfile = GaugeMetricFamily(
+        G + "orchestrator_pidfile_failing",
+        "1 when the configured pid file cannot be read as one: missing, not a regular file, "
+        "too large, or not starting with a process id.",
+    )
+    if sample.pidfile_failing is not None:
+        pidfile.add_metric([], float(sample.pidfile_failing))
+    yield pidfile
 
     yield GaugeMetricFamily(
         G + "processes_scanned", "Processes read in the last scan.", value=sample.scanned

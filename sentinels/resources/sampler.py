@@ -66,6 +66,7 @@ class Sample:
     tmux_panes: int = 0
     tmux_failing: int = 0
     orchestrator_running: bool | None = None  # None: no orchestrator configured
+    pidfile_failing: bool | None = None  # None: no pid file configured
 
 
 def read_pid(path: Path) -> int:
@@ -152,6 +153,8 @@ class Sampler:
         if self.pidfile or self.orchestrator:
             orchestrators = self._orchestrators(procs)
             sample.orchestrator_running = bool(orchestrators)
+            if self.pidfile is not None:
+                sample.pidfile_failing = self.pidfile_gate.failing
             if orchestrators:
                 members = self._outside(orchestrators, children, in_sessions)
                 groups[("group", "orchestrator")] = (members, None)
