@@ -53,14 +53,10 @@ class LastSuccess:
         times = raw.get("last_success") if isinstance(raw, dict) else None
         if not isinstance(times, dict) or raw.get("version") != VERSION:
             return self._reject("corrupt", f"{self.path}: not in the expected shape")
+        if not all(_is_time(value) for value in times.values()):
+            return self._reject("corrupt", f"{self.path}: a time out of range")
         self.rejected = _counts(raw.get("rejected"))
-        return {
-            str(name): float(value)
-            for name, value in times.items()
-            if isinstance(value, float | int)
-            and not isinstance(value, bool)
-            and 0 <= value < MAX_TIMESTAMP  # also keeps float() off a 400-digit int
-        }
+        return {str(name): float(value) for name, value in times.items()}
 
     def _reject(self, reason: str, detail: str) -> dict[str, float]:
         """Treat the file as missing: one log line, counted, rewritten on the next save."""
@@ -91,6 +87,16 @@ class LastSuccess:
             log.warning("cannot save state file %s: %s", self.path, err)
             return
         self._saved, self._replace = dict(self.times), False
+
+
+def _is_time(value: Any) -> bool:
+    """A wall-clock time as we write it: not a bool, NaN, infinite, negative or far future
+    (the range check also keeps float() off a 400-digit integer)."""
+    return (
+        isinstance(value, float | int)
+        and not isinstance(value, bool)
+        and 0 <= value < MAX_TIMESTAMP
+    )
 
 
 def _counts(raw: Any) -> Counter[str]:
