@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from agentwatch.core.sanitize import label_value
 from agentwatch.sentinels.resources.sampler import GROUPS, SESSION_LABELS, Sample, Usage
 
 P = "agentwatch_agent_session_"
@@ -52,9 +53,14 @@ def families(
     sessions = GaugeMetricFamily(
         "agentwatch_agent_sessions", "Live agent sessions by agent CLI.", labels=["agent"]
     )
-    for name in sorted(set(agent_names) | set(sample.agents)):
+    for name in sorted({label_value(name) for name in agent_names} | set(sample.agents)):
         sessions.add_metric([name], sample.agents.get(name, 0))
     yield sessions
+    yield GaugeMetricFamily(
+        G + "sessions_folded",
+        "Live agent sessions past max_sessions: in the totals, without per-session series.",
+        value=sample.folded,
+    )
 
     yield from _groups(sample.groups)
 

@@ -36,6 +36,10 @@ log = logging.getLogger("agentwatch.resources")
 SESSION_LABELS = ("pid", "agent", "project", "tmux_session", "tmux_window", "tmux_pane")
 GROUPS = ("sessions", "agentwatch", "orchestrator")
 ERROR_REASONS = ("vanished", "denied", "malformed")
+# Anything running as the user can start processes named like an agent: past this many live
+# sessions, the newest ones are only counted in the totals (agentwatch_agent_sessions, the
+# `sessions` group) and in `sessions_folded`, so the series stay bounded.
+MAX_SESSIONS = 500
 PIDFILE_LIMIT = 4096  # a pid file holds one number; anything larger is not one
 
 
@@ -67,6 +71,7 @@ class Sample:
     tmux_failing: int = 0
     orchestrator_running: bool | None = None  # None: no orchestrator configured
     pidfile_failing: bool | None = None  # None: no pid file configured
+    folded: int = 0  # live sessions past max_sessions: in the totals, without series of their own
 
 
 def read_pid(path: Path) -> int:
@@ -100,6 +105,7 @@ class Sampler:
         table: ProcTable | None = None,
         orchestrator_pidfile: Path | None = None,
         orchestrator_name: str | None = None,
+        max_sessions: int = MAX_SESSIONS,
     ):
         self.agents = Matcher(agent_names)
         self.agent_names = list(agent_names)
@@ -109,6 +115,8 @@ class Sampler:
         self.orchestrator = Matcher([orchestrator_name]) if orchestrator_name else None
         self.pidfile_gate = FailureGate(log, f"orchestrator pid file {orchestrator_pidfile}")
         self.cwd_gate = FailureGate(log, "reading the working directory of agent processes")
+        self.max_sessions = max_sessions
+        self.cap_gate = FailureGate(log, f"agent sessions within max_sessions ({max_sessions})")
         self.boot = _boot_time()
         self.errors: Counter[str] = Counter({reason: 0 for reason in ERROR_REASONS})
         self._last_cpu: dict[Identity, float] | None = None
@@ -146,7 +154,7 @@ class Sampler:
             session = Session(labels, self.boot + proc.start, Usage())
             groups[("session", *proc.identity)] = (members, session)
             sample.sessions.append(session)
-            sample.agents[matched[root]] += 1
+            sample.agents[labels["agent"]] += 1
 
         own = topmost((pid for pid, proc in procs.items() if proc.args.agentwatch), procs)
         groups[("group", "agentwatch")] = (self._outside(own, children, in_sessions), None)
@@ -160,7 +168,22 @@ class Sampler:
                 groups[("group", "orchestrator")] = (members, None)
 
         self._account(scan, groups, sample)
+        self._cap(sample)
         return sample
+
+    def _cap(self, sample: Sample) -> None:
+        """Keep the oldest max_sessions sessions (stable, and a flood of new ones cannot push
+        out the real agents); log once while sessions are folded."""
+        if len(sample.sessions) <= self.max_sessions:
+            self.cap_gate.succeeded()
+            return
+        sample.sessions.sort(key=lambda session: (session.start, int(session.labels["pid"])))
+        sample.folded = len(sample.sessions) - self.max_sessions
+        del sample.sessions[self.max_sessions :]
+        self.cap_gate.failed(
+            f"{sample.folded} more live sessions are counted in the totals only "
+            "(agentwatch_resources_sessions_folded)"
+        )
 
     def _account(self, scan: Scan, groups: dict, sample: Sample) -> None:
         procs = scan.procs

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from agentwatch.core.sanitize import MAX_LABEL_LENGTH, label_value
-from agentwatch.demo.processes import fake_bin, kill_tree, wait_for_children
+from agentwatch.demo.processes import fake_bin, kill_tree, spawn_session, wait_for_children
 from tests.hostile.sentinel_support import (
     HOSTILE,
     HOSTILE_HALVES,
@@ -215,3 +215,29 @@ def test_footprint_hostile_process_name_and_command_line(workdirs: dict[str, Pat
     assert kinds and all(kind.isidentifier() for kind in kinds)  # the fixed kinds only
     assert values[("agentwatch_footprint_scan_success", ())] == 1
     assert warnings(result.stderr) == []
+
+
+def test_resources_sessions_past_the_cap_fold_into_the_totals(workdirs: dict[str, Path]) -> None:
+    """Issue 12, case 3 for resources: a flood of processes named like an agent cannot give
+    one series per process; past max_sessions the newest are counted, not exported."""
+    bindir = workdirs["state"].parent / "bin"
+    roots = []
+    try:
+        for _ in range(4):
+            roots.append(spawn_session(bindir))
+        config = {"agents": {"names": ["claude"]}, "sentinels": {"resources": {"max_sessions": 2}}}
+        result, values = once("resources", workdirs, config)
+    finally:
+        for root in roots:
+            kill_tree(root)
+    exported = [labels["pid"] for labels, _ in series(values, "agentwatch_agent_session_processes")]
+    live = values[("agentwatch_agent_sessions", (("agent", "claude"),))]
+    folded = values[("agentwatch_resources_sessions_folded", ())]
+    assert len(exported) == 2 and live >= 4  # other claude processes may run on this host
+    assert folded == live - 2
+    assert str(roots[-1].pid) not in exported  # the newest fold first
+    processes = values[("agentwatch_resources_processes", (("group", "sessions"),))]
+    assert processes >= 8  # every session's tree is still in the total
+    lines = warnings(result.stderr)
+    assert len(lines) == 1 and "max_sessions (2) failing" in lines[0], result.stderr
+    assert f"{int(folded)} more live sessions are counted in the totals only" in lines[0]
