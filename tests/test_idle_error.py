@@ -157,6 +157,10 @@ def test_classify_pane_reads_stdin_and_rejects_bad_input(tmp_path: Path) -> None
     assert missing.returncode == 2 and "No such file" in missing.stderr
     folder = run_cli("classify-pane", str(tmp_path))
     assert folder.returncode == 2 and "cannot read" in folder.stderr
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    refused = run_cli("classify-pane", str(fifo), timeout=30)  # refused at once, not read
+    assert refused.returncode == 2 and "not a regular file (a FIFO)" in refused.stderr
     negative = run_cli("classify-pane", "--unchanged-for", "-1", str(binary))
     assert negative.returncode == 2
 
