@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -156,6 +157,10 @@ def test_classify_pane_reads_stdin_and_rejects_bad_input(tmp_path: Path) -> None
     assert missing.returncode == 2 and "No such file" in missing.stderr
     folder = run_cli("classify-pane", str(tmp_path))
     assert folder.returncode == 2 and "cannot read" in folder.stderr
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    refused = run_cli("classify-pane", str(fifo), timeout=30)  # refused at once, not read
+    assert refused.returncode == 2 and "not a regular file (a FIFO)" in refused.stderr
     negative = run_cli("classify-pane", "--unchanged-for", "-1", str(binary))
     assert negative.returncode == 2
 
@@ -268,7 +273,8 @@ def test_memory_round_trip_and_corrupt_file_replaced(tmp_path: Path) -> None:
     assert "API" not in store.path.read_text()  # digests and states, never pane text
     for corrupt in ("{not json", '{"version": 1, "panes": {"x": [1]}}', '{"version": 99}'):
         store.path.write_text(corrupt)
-        assert memory.Store(tmp_path).load() == memory.Memory()
+        rejected = memory.Memory(state_rejected=Counter({"corrupt": 1}))
+        assert memory.Store(tmp_path).load() == rejected  # empty, and counts why
     fresh = memory.Store(tmp_path)
     fresh.load()
     fresh.save(remembered)

@@ -649,6 +649,7 @@ def test_cli_once_without_repositories_is_healthy(tmp_path: Path) -> None:
         "agentwatch_release_repositories",
         "agentwatch_sentinel_interval_seconds",
         "agentwatch_sentinel_cycle_failures_total",  # the loop's own, 0 here
+        "agentwatch_release_state_rejected_total",  # 0 for every reason
     }
     assert "# TYPE agentwatch_release_unreleased_commits gauge" in text  # listed, no series
 

@@ -16,6 +16,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from agentwatch.core import bounded
+from agentwatch.core.sanitize import preview
+
 IGNORE = "ignore"
 _KIND = re.compile(r"^[a-z][a-z0-9_]*$")
 _REGEX_FIELDS = ("comm", "exe", "argv0", "cmdline", "not_cmdline")
@@ -75,31 +78,33 @@ class Signature:
         if not isinstance(raw, dict):
             raise SignatureError(f"signature #{index}: expected an object")
         name = str(raw.get("id") or f"#{index}")
+        shown = preview(name)  # messages quote an id short and escaped: the file is anyone's
         unknown = set(raw) - _KNOWN_FIELDS
         if unknown:
-            raise SignatureError(f"signature {name}: unknown field(s) {', '.join(sorted(unknown))}")
+            fields = preview(", ".join(sorted(map(str, unknown))))
+            raise SignatureError(f"signature {shown}: unknown field(s) {fields}")
         kind = raw.get("kind")
         if not isinstance(kind, str) or not _KIND.match(kind):
-            raise SignatureError(f"signature {name}: kind must match {_KIND.pattern}")
+            raise SignatureError(f"signature {shown}: kind must match {_KIND.pattern}")
         compiled: dict[str, re.Pattern[str]] = {}
         for field in _REGEX_FIELDS:
             if field in raw:
                 if not isinstance(raw[field], str):
-                    raise SignatureError(f"signature {name}: {field} must be a string")
+                    raise SignatureError(f"signature {shown}: {field} must be a string")
                 try:
                     compiled[field] = re.compile(raw[field])
                 except re.error as err:
-                    raise SignatureError(f"signature {name}: {field}: {err}") from err
+                    raise SignatureError(f"signature {shown}: {field}: {err}") from err
         substrings: dict[str, tuple[str, ...]] = {}
         for field in ("all_of", "any_of"):
             value = raw.get(field, [])
             if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
                 raise SignatureError(
-                    f"signature {name}: {field} must be a list of non-empty strings"
+                    f"signature {shown}: {field} must be a list of non-empty strings"
                 )
             substrings[field] = tuple(x.lower() for x in value)
         if not compiled.keys() - {"not_cmdline"} and not any(substrings.values()):
-            raise SignatureError(f"signature {name}: needs at least one positive matcher")
+            raise SignatureError(f"signature {shown}: needs at least one positive matcher")
         matchers: dict[str, Any] = {**substrings, **compiled}
         return cls(id=name, kind=kind, **matchers)
 
@@ -146,23 +151,29 @@ def parse_signatures(data: Any) -> list[Signature]:
     ids = [s.id for s in signatures]
     duplicates = sorted({x for x in ids if ids.count(x) > 1})
     if duplicates:
-        raise SignatureError(f"duplicate signature id(s): {', '.join(duplicates)}")
+        raise SignatureError(f"duplicate signature id(s): {preview(', '.join(duplicates))}")
     return signatures
 
 
 def load(path: Path | None = None) -> Classifier:
     """The classifier from a user file (replacing the shipped list) or the shipped list."""
     if path is not None:
-        try:
-            text = path.read_text(encoding="utf-8")
+        try:  # a user's file: regular, at most DATA_LIMIT, never quoted in the error
+            text = bounded.read_text(path, bounded.DATA_LIMIT)
+        except bounded.FileRefused as err:
+            raise SignatureError(str(err)) from None
         except OSError as err:
-            raise SignatureError(f"{path}: {err.strerror or err}") from err
+            raise SignatureError(f"{path}: {err.strerror or err}") from None
+        except UnicodeDecodeError:
+            raise SignatureError(f"{path}: not UTF-8") from None
     else:
         text = (resources.files("agentwatch.sentinels.footprint") / "signatures.json").read_text(
             encoding="utf-8"
         )
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise SignatureError(f"{path or 'signatures.json'}: {err}") from err
+    except json.JSONDecodeError as err:  # its message gives a position, never the text
+        raise SignatureError(f"{path or 'signatures.json'}: {err}") from None
+    except RecursionError:
+        raise SignatureError(f"{path or 'signatures.json'}: nested too deep") from None
     return Classifier(parse_signatures(data), parse_kinds(data))

@@ -36,6 +36,7 @@ SENTINEL = Sentinel(
         "agentwatch_pane_classifications_total",
         "agentwatch_pane_suppressed_total",
         "agentwatch_idle_error_capture_errors_total",
+        "agentwatch_idle_error_state_rejected_total",
         "agentwatch_idle_error_tmux_failing",
     ),
     build=_build,

@@ -11,6 +11,7 @@ import sys
 import time
 from typing import BinaryIO
 
+from agentwatch.core import bounded
 from agentwatch.sentinels.idle_error import screen
 from agentwatch.sentinels.idle_error.classify import Observation, Result, Settings, classify
 from agentwatch.sentinels.idle_error.patterns import shipped
@@ -20,11 +21,9 @@ MAX_INPUT = 16 * 2**20  # a pane capture is a few KB; refuse to slurp a runaway 
 
 def read_capture(source: str, stdin: BinaryIO) -> str:
     """The text of FILE, or of stdin for `-` (undecodable bytes replaced, never an error)."""
-    if source == "-":
-        data = stdin.read(MAX_INPUT + 1)
-    else:
-        with open(source, "rb") as handle:
-            data = handle.read(MAX_INPUT + 1)
+    if source != "-":  # a regular file only: a FIFO or a device named by mistake is refused
+        return bounded.read_bytes(source, MAX_INPUT).decode("utf-8", errors="replace")
+    data = stdin.read(MAX_INPUT + 1)
     if len(data) > MAX_INPUT:
         raise ValueError(f"larger than {MAX_INPUT // 2**20} MiB; not a pane capture")
     return data.decode("utf-8", errors="replace")
@@ -72,6 +71,9 @@ def run(
     try:
         text = read_capture(source, stdin or sys.stdin.buffer)
     except (OSError, ValueError) as error:
+        if isinstance(error, bounded.FileRefused):  # its message names the file and why
+            print(f"agentwatch classify-pane: cannot read {error}", file=sys.stderr)
+            return 2
         reason = getattr(error, "strerror", None) or error
         print(f"agentwatch classify-pane: cannot read {source}: {reason}", file=sys.stderr)
         return 2

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from agentwatch.sentinels.idle_error.classify import SUPPRESSION_REASONS, Result
-from agentwatch.sentinels.idle_error.memory import Memory
+from agentwatch.sentinels.idle_error.memory import REJECT_REASONS, Memory
 from agentwatch.sentinels.idle_error.panes import CAPTURE_ERROR_REASONS, AgentPane
 from agentwatch.sentinels.idle_error.patterns import STALL_STATES, STATES
 
@@ -86,6 +86,13 @@ def families(cycle: Cycle, memory: Memory) -> Iterator[Metric]:
         "reason",
         CAPTURE_ERROR_REASONS,
         memory.capture_errors,
+    )
+    yield _counter(
+        "agentwatch_idle_error_state_rejected",
+        "Times the state file was set aside and the sentinel started with an empty memory.",
+        "reason",
+        REJECT_REASONS,
+        memory.state_rejected,
     )
     yield GaugeMetricFamily(
         "agentwatch_idle_error_tmux_failing",

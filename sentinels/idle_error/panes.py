@@ -14,8 +14,9 @@ from collections import Counter
 from dataclasses import dataclass
 
 from agentwatch.core.log import FailureGate
+from agentwatch.core.sanitize import label_value
 from agentwatch.sentinels.shared.proctable import ProcTable, default_table
-from agentwatch.sentinels.shared.tmux import Tmux, run_tmux
+from agentwatch.sentinels.shared.tmux import Tmux, error_line, run_tmux
 from agentwatch.sentinels.shared.trees import Matcher, children_map, subtree, topmost
 
 log = logging.getLogger("agentwatch.idle_error")
@@ -81,7 +82,7 @@ class PaneFinder:
                 duplicates += 1
                 continue
             seen.add((pane.session, pane.pane))
-            agent = matched[topmost(matched, procs)[0]]
+            agent = label_value(matched[topmost(matched, procs)[0]])
             found.append(AgentPane(server, pane.session, pane.pane, pane_pid, agent))
         return found, duplicates
 
@@ -122,7 +123,7 @@ class Capturer:
                 self.errors["vanished"] += 1  # closed since listing: a race, not a failure
                 return None
             self.errors["failed"] += 1
-            self.gate.failed(f"exit {result.returncode}: {message[:200]}")
+            self.gate.failed(f"exit {result.returncode}: {error_line(message)}")
             return None
         self.gate.succeeded()
         return result.stdout

@@ -47,6 +47,7 @@ SENTINEL = Sentinel(
         "agentwatch_release_last_success_timestamp_seconds",
         "agentwatch_release_check_duration_seconds",
         "agentwatch_release_repositories",
+        "agentwatch_release_state_rejected_total",
     ),
     build=_build,
     schedule="timer",

@@ -14,12 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from agentwatch.core.log import FailureGate
+from agentwatch.core.sanitize import label_value, mask_urls
 from agentwatch.sentinels.release_readiness import probes
 from agentwatch.sentinels.release_readiness.github import CiSettings, GitHubCi
 from agentwatch.sentinels.release_readiness.gitrepo import GitError, Repository, Tag
 from agentwatch.sentinels.release_readiness.probes import Verdict
 
 log = logging.getLogger("agentwatch.release_readiness")
+
+
+def loggable(text: str, limit: int = 500) -> str:
+    """A probe's reason as one log line: it names configured commands and paths (anyone's
+    text), so controls are escaped, URLs masked and the length capped."""
+    return mask_urls(label_value(text, limit=limit))
 
 
 @dataclass(frozen=True)
@@ -41,7 +48,7 @@ class RepoSpec:
     def from_config(cls, entry: Mapping[str, Any]) -> RepoSpec:
         found = entry["probes"]
         return cls(
-            name=entry["name"],
+            name=label_value(entry["name"]),  # the `repo` label, and the prefix of log lines
             path=Path(entry["path"]),
             branch=entry["branch"],
             remote=entry["remote"],
@@ -183,15 +190,16 @@ class RepositoryCheck:
     def _note(self, probe: str, verdict: Verdict) -> None:
         """Log a probe's error through its gate, and a change of its blocked state once."""
         gate = self._gate(f"{probe} probe")
+        reason = loggable(verdict.reason)
         if verdict.error:
-            gate.failed(verdict.reason)
+            gate.failed(reason)
             return
         gate.succeeded()
         if self._last_blocked.get(probe) != verdict.blocked:
             if verdict.blocked:
-                log.info("%s: publishing blocked by %s: %s", self.spec.name, probe, verdict.reason)
+                log.info("%s: publishing blocked by %s: %s", self.spec.name, probe, reason)
             elif probe in self._last_blocked:
-                log.info("%s: %s no longer blocks: %s", self.spec.name, probe, verdict.reason)
+                log.info("%s: %s no longer blocks: %s", self.spec.name, probe, reason)
             self._last_blocked[probe] = verdict.blocked
 
     def _gate(self, what: str) -> FailureGate:

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from agentwatch.core import __version__
+from agentwatch.core import __version__, bounded
 from agentwatch.core.secretfiles import InsecureFileError, require_private
 from agentwatch.sentinels.release_readiness.probes import Verdict
 
@@ -105,8 +105,10 @@ class GitHubCi:
                 require_private(path, "GitHub token")  # others can read it: refuse
             except InsecureFileError as err:
                 raise ApiError(str(err)) from None
-            try:
-                token = path.read_text(encoding="utf-8").strip()
+            try:  # a FIFO, a link to /dev/zero or a huge file in its place is refused
+                token = bounded.read_text(path, bounded.SECRET_LIMIT).strip()
+            except bounded.FileRefused as err:  # its message: the path and why, no content
+                raise ApiError(f"cannot read the token file {err}") from None
             except (OSError, UnicodeDecodeError) as err:
                 reason = getattr(err, "strerror", None) or type(err).__name__
                 raise ApiError(f"cannot read the token file {path}: {reason}") from None
@@ -144,7 +146,7 @@ class GitHubCi:
             raise self._http_error(response)
         try:
             body = response.json()
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past Python's stack
             raise ApiError("GitHub API answered with something that is not JSON") from None
         following = response.links.get("next", {}).get("url")
         return body, following

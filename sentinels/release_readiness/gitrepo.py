@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentwatch.core.sanitize import label_value, mask_urls
 from agentwatch.sentinels.release_readiness import process
 
 # Variables that would point git at another repository than the configured one.
@@ -39,7 +40,6 @@ _FETCH_CONFIG = (
     "-c",
     "gc.auto=0",
 )
-_CREDENTIALS_IN_URL = re.compile(r"(://)[^/@\s]+@")
 _TAG_FORMAT = "\t".join(
     [
         "%(refname)",
@@ -55,8 +55,15 @@ _TAG_FORMAT = "\t".join(
 TAGS_PREFIX = "refs/tags/"
 
 
+MAX_MESSAGE = 1000  # characters of a GitError: git's first line, a path, the command
+
+
 class GitError(Exception):
-    """A git command failed; the message is one scrubbed line, safe to log."""
+    """A git command failed; the message is one scrubbed line, safe to log: control characters
+    (of a path, of git's own text) escaped, URL credentials and query strings masked."""
+
+    def __init__(self, message: str):
+        super().__init__(mask_urls(label_value(message, limit=MAX_MESSAGE)))
 
 
 @dataclass(frozen=True)
@@ -74,10 +81,11 @@ class Unreleased:
 
 
 def scrub(text: str, limit: int = 200) -> str:
-    """First non-empty line of git's stderr, credentials in URLs masked, length capped."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    """First non-empty line of git's stderr, URLs masked (user:password@ and ?query: tokens
+    travel in both), controls escaped, length capped."""
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
     first = lines[0] if lines else ""
-    return _CREDENTIALS_IN_URL.sub(r"\1***@", first)[:limit]
+    return mask_urls(label_value(mask_urls(first), limit=limit))
 
 
 def environment(path: Path) -> dict[str, str]:

@@ -58,7 +58,8 @@ class ReleaseReadiness:
         self.reports = cycle(self.checks, self.last_success)
 
     def families(self) -> Iterator[Metric]:
-        return families(self.reports, len(self.checks), self.last_success.times)
+        state = self.last_success
+        return families(self.reports, len(self.checks), state.times, state.rejected)
 
     def close(self) -> None:
         pass

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from agentwatch.sentinels.release_readiness.check import Report
 from agentwatch.sentinels.release_readiness.github import STATUSES
+from agentwatch.sentinels.release_readiness.state import REJECT_REASONS
 
 PREFIX = "agentwatch_release_"
 
@@ -24,7 +25,10 @@ def _family(name: str, doc: str, *labels: str) -> GaugeMetricFamily:
 
 
 def families(
-    reports: Iterable[Report], configured: int, last_success: Mapping[str, float]
+    reports: Iterable[Report],
+    configured: int,
+    last_success: Mapping[str, float],
+    state_rejected: Mapping[str, int] | None = None,
 ) -> Iterator[Metric]:
     unreleased = _family(
         "unreleased_commits",
@@ -86,3 +90,11 @@ def families(
     yield GaugeMetricFamily(
         PREFIX + "repositories", "Repositories configured for the release check.", value=configured
     )
+    rejected = CounterMetricFamily(
+        PREFIX + "state_rejected",
+        "Times the state file was set aside and the sentinel started without it, by reason.",
+        labels=["reason"],
+    )
+    for reason in REJECT_REASONS:
+        rejected.add_metric([reason], (state_rejected or {}).get(reason, 0))
+    yield rejected

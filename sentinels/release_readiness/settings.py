@@ -17,6 +17,7 @@ from agentwatch.core.config import (
     string,
     string_list,
 )
+from agentwatch.core.sanitize import label_value, mask_urls, preview
 from agentwatch.core.secretfiles import SecretFile
 
 _GIT_REF_NAME = re.compile(r"^(?!-)(?!.*\.\.)[A-Za-z0-9._/+@-]+(?<![./])$")
@@ -27,7 +28,7 @@ TEMPLATE_MARKERS = ["TODO", "TBD", "FIXME", "Lorem ipsum", "<!-- template -->"]
 def _git_name(value: Any) -> str:
     text = string(value)
     if not _GIT_REF_NAME.match(text):
-        raise ValueError(f"{text!r} is not a plain git branch or remote name")
+        raise ValueError(f"{preview(text)} is not a plain git branch or remote name")
     return text
 
 
@@ -35,7 +36,7 @@ def _repo_relative_file(value: Any) -> str:
     text = string(value).strip()
     parts = [part for part in text.split("/") if part not in ("", ".")]
     if not parts or text.startswith("/") or ".." in parts or any(c < " " for c in text):
-        raise ValueError(f"{value!r} is not a file path relative to the repository")
+        raise ValueError(f"{preview(value)} is not a file path relative to the repository")
     return "/".join(parts)
 
 
@@ -43,7 +44,8 @@ def _api_url(value: Any) -> str:
     text = string(value).rstrip("/")
     local = re.match(r"^http://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(/|$)", text + "/")
     if not (text.startswith("https://") or local):
-        raise ValueError(f"{value!r}: expected an https:// URL (the token is sent to it)")
+        shown = preview(mask_urls(text))
+        raise ValueError(f"{shown}: expected an https:// URL (the token is sent to it)")
     return text
 
 
@@ -108,8 +110,9 @@ def repositories(value: Any) -> list[dict[str, Any]]:
         except ValueError as err:
             problems.append(str(err))
             continue
-        if any(known["name"] == repository["name"] for known in found):
-            problems.append(f"[{index}].name: {repository['name']!r} is used twice; set `name`")
+        if any(label_value(known["name"]) == label_value(repository["name"]) for known in found):
+            shown = preview(repository["name"])
+            problems.append(f"[{index}].name: {shown} is used twice (as a label); set `name`")
         found.append(repository)
     if problems:
         raise ValueError("; ".join(problems))

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentwatch.core.config import Key, missing_path, optional_path, optional_string
+from agentwatch.core.config import (
+    Key,
+    missing_path,
+    optional_path,
+    optional_string,
+    positive_int,
+)
 from agentwatch.sentinels.contract import Context, Sentinel
 
 if TYPE_CHECKING:
@@ -26,6 +32,9 @@ SENTINEL = Sentinel(
             None, optional_path, "pid file of the orchestrator", missing_path
         ),
         "orchestrator_name": Key(None, optional_string, "process name of the orchestrator"),
+        "max_sessions": Key(
+            500, positive_int, "live sessions exported one by one; the newest past it fold"
+        ),
     },
     metrics=(
         "agentwatch_agent_session_cpu_seconds_total",
@@ -34,11 +43,13 @@ SENTINEL = Sentinel(
         "agentwatch_agent_session_processes",
         "agentwatch_agent_session_start_timestamp_seconds",
         "agentwatch_agent_sessions",
+        "agentwatch_resources_sessions_folded",
         "agentwatch_resources_cpu_seconds_total",
         "agentwatch_resources_cpu_cores",
         "agentwatch_resources_resident_memory_bytes",
         "agentwatch_resources_processes",
         "agentwatch_resources_orchestrator_running",
+        "agentwatch_resources_orchestrator_pidfile_failing",
         "agentwatch_resources_processes_scanned",
         "agentwatch_resources_scan_duration_seconds",
         "agentwatch_resources_scan_errors_total",

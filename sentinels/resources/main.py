@@ -30,6 +30,7 @@ def build(config: Config) -> Sampler:
         tmux=Tmux(config["agents"]["tmux_sockets"]),
         orchestrator_pidfile=settings["orchestrator_pidfile"],
         orchestrator_name=settings["orchestrator_name"],
+        max_sessions=settings["max_sessions"],
     )
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from agentwatch.core.sanitize import label_value
 from agentwatch.sentinels.resources.sampler import GROUPS, SESSION_LABELS, Sample, Usage
 
 P = "agentwatch_agent_session_"
@@ -52,9 +53,14 @@ def families(
     sessions = GaugeMetricFamily(
         "agentwatch_agent_sessions", "Live agent sessions by agent CLI.", labels=["agent"]
     )
-    for name in sorted(set(agent_names) | set(sample.agents)):
+    for name in sorted({label_value(name) for name in agent_names} | set(sample.agents)):
         sessions.add_metric([name], sample.agents.get(name, 0))
     yield sessions
+    yield GaugeMetricFamily(
+        G + "sessions_folded",
+        "Live agent sessions past max_sessions: in the totals, without per-session series.",
+        value=sample.folded,
+    )
 
     yield from _groups(sample.groups)
 
@@ -65,6 +71,14 @@ def families(
     if sample.orchestrator_running is not None:
         running.add_metric([], float(sample.orchestrator_running))
     yield running
+    pidfile = GaugeMetricFamily(
+        G + "orchestrator_pidfile_failing",
+        "1 when the configured pid file cannot be read as one: missing, not a regular file, "
+        "too large, or not starting with a process id.",
+    )
+    if sample.pidfile_failing is not None:
+        pidfile.add_metric([], float(sample.pidfile_failing))
+    yield pidfile
 
     yield GaugeMetricFamily(
         G + "processes_scanned", "Processes read in the last scan.", value=sample.scanned

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import psutil
 
+from agentwatch.core import bounded
 from agentwatch.core.log import FailureGate
+from agentwatch.core.sanitize import label_value
 from agentwatch.sentinels.shared.proctable import (
     Identity,
     Proc,
@@ -34,6 +36,11 @@ log = logging.getLogger("agentwatch.resources")
 SESSION_LABELS = ("pid", "agent", "project", "tmux_session", "tmux_window", "tmux_pane")
 GROUPS = ("sessions", "agentwatch", "orchestrator")
 ERROR_REASONS = ("vanished", "denied", "malformed")
+# Anything running as the user can start processes named like an agent: past this many live
+# sessions, the newest ones are only counted in the totals (agentwatch_agent_sessions, the
+# `sessions` group) and in `sessions_folded`, so the series stay bounded.
+MAX_SESSIONS = 500
+PIDFILE_LIMIT = 4096  # a pid file holds one number; anything larger is not one
 
 
 @dataclass
@@ -63,6 +70,17 @@ class Sample:
     tmux_panes: int = 0
     tmux_failing: int = 0
     orchestrator_running: bool | None = None  # None: no orchestrator configured
+    pidfile_failing: bool | None = None  # None: no pid file configured
+    folded: int = 0  # live sessions past max_sessions: in the totals, without series of their own
+
+
+def read_pid(path: Path) -> int:
+    """The pid in a pid file (a regular file of at most PIDFILE_LIMIT bytes). The ValueError
+    never quotes the file: it may be a link to a key or a token."""
+    words = bounded.read_bytes(path, PIDFILE_LIMIT).split()
+    if not words or not words[0].isdigit() or len(words[0]) > 10:
+        raise ValueError(f"{label_value(str(path))}: not a pid file (no process id first)")
+    return int(words[0])
 
 
 def _boot_time() -> float:
@@ -87,6 +105,7 @@ class Sampler:
         table: ProcTable | None = None,
         orchestrator_pidfile: Path | None = None,
         orchestrator_name: str | None = None,
+        max_sessions: int = MAX_SESSIONS,
     ):
         self.agents = Matcher(agent_names)
         self.agent_names = list(agent_names)
@@ -96,6 +115,8 @@ class Sampler:
         self.orchestrator = Matcher([orchestrator_name]) if orchestrator_name else None
         self.pidfile_gate = FailureGate(log, f"orchestrator pid file {orchestrator_pidfile}")
         self.cwd_gate = FailureGate(log, "reading the working directory of agent processes")
+        self.max_sessions = max_sessions
+        self.cap_gate = FailureGate(log, f"agent sessions within max_sessions ({max_sessions})")
         self.boot = _boot_time()
         self.errors: Counter[str] = Counter({reason: 0 for reason in ERROR_REASONS})
         self._last_cpu: dict[Identity, float] | None = None
@@ -126,26 +147,43 @@ class Sampler:
             proc = procs[root]
             labels = {
                 "pid": str(root),
-                "agent": matched[root],
+                "agent": label_value(matched[root]),
                 "project": self._project(proc, scan),
                 **self._pane_labels(root, procs, panes),
             }
             session = Session(labels, self.boot + proc.start, Usage())
             groups[("session", *proc.identity)] = (members, session)
             sample.sessions.append(session)
-            sample.agents[matched[root]] += 1
+            sample.agents[labels["agent"]] += 1
 
         own = topmost((pid for pid, proc in procs.items() if proc.args.agentwatch), procs)
         groups[("group", "agentwatch")] = (self._outside(own, children, in_sessions), None)
         if self.pidfile or self.orchestrator:
             orchestrators = self._orchestrators(procs)
             sample.orchestrator_running = bool(orchestrators)
+            if self.pidfile is not None:
+                sample.pidfile_failing = self.pidfile_gate.failing
             if orchestrators:
                 members = self._outside(orchestrators, children, in_sessions)
                 groups[("group", "orchestrator")] = (members, None)
 
         self._account(scan, groups, sample)
+        self._cap(sample)
         return sample
+
+    def _cap(self, sample: Sample) -> None:
+        """Keep the oldest max_sessions sessions (stable, and a flood of new ones cannot push
+        out the real agents); log once while sessions are folded."""
+        if len(sample.sessions) <= self.max_sessions:
+            self.cap_gate.succeeded()
+            return
+        sample.sessions.sort(key=lambda session: (session.start, int(session.labels["pid"])))
+        sample.folded = len(sample.sessions) - self.max_sessions
+        del sample.sessions[self.max_sessions :]
+        self.cap_gate.failed(
+            f"{sample.folded} more live sessions are counted in the totals only "
+            "(agentwatch_resources_sessions_folded)"
+        )
 
     def _account(self, scan: Scan, groups: dict, sample: Sample) -> None:
         procs = scan.procs
@@ -207,9 +245,9 @@ class Sampler:
     def _orchestrators(self, procs: dict[int, Proc]) -> list[int]:
         if self.pidfile is not None:
             try:
-                pid = int(self.pidfile.read_text().split()[0])
+                pid = read_pid(self.pidfile)
                 self.pidfile_gate.succeeded()
-            except (OSError, ValueError, IndexError) as error:
+            except (OSError, ValueError) as error:
                 self.pidfile_gate.failed(error)
                 return []
             return [pid] if pid in procs and not procs[pid].zombie else []
@@ -230,7 +268,9 @@ class Sampler:
             if reason == "denied":
                 self.cwd_gate.failed(f"pid {proc.pid}: permission denied")
             return ""  # not cached: a later cycle may read it
-        project = os.path.basename(cwd.rstrip("/")) or cwd
+        # A folder name is anyone's bytes: controls, quotes, invalid UTF-8 (the surrogates
+        # os.readlink decodes it to), 255 bytes long. The label gets the escaped, capped form.
+        project = label_value(os.fsencode(os.path.basename(cwd.rstrip("/")) or cwd))
         self._projects[proc.identity] = project
         return project
 

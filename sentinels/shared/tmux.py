@@ -1,4 +1,9 @@
-"""Which tmux pane each process runs in: `tmux list-panes -a` on each server we know of."""
+"""Which tmux pane each process runs in: `tmux list-panes -a` on each server we know of.
+
+Session names are anyone's text (older tmux versions pass control characters through raw), so
+every field becomes a label value here, where it is read, and the listing is split on `\n`
+only: a `\r` or form feed inside a name cannot cut a line in two.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import subprocess
 from dataclasses import dataclass
 
 from agentwatch.core.log import FailureGate
+from agentwatch.core.sanitize import label_value, mask_urls
 
 log = logging.getLogger("agentwatch.resources")
 
@@ -83,10 +89,16 @@ class Tmux:
             message = result.stderr.strip()
             if any(text in message for text in NOT_RUNNING):
                 return {}
-            raise RuntimeError(f"exit {result.returncode}: {message[:200]}")
+            raise RuntimeError(f"exit {result.returncode}: {error_line(message)}")
         panes: dict[int, Pane] = {}
-        for line in result.stdout.splitlines():
+        for line in result.stdout.split("\n"):
             parts = line.split("\t", 3)
             if len(parts) == 4 and parts[0].isdigit():
-                panes[int(parts[0])] = Pane(session=parts[3], window=parts[1], pane=parts[2])
+                session, window, pane = (label_value(parts[i]) for i in (3, 1, 2))
+                panes[int(parts[0])] = Pane(session=session, window=window, pane=pane)
         return panes
+
+
+def error_line(message: str, limit: int = 200) -> str:
+    """tmux's error text as one log-safe line: controls escaped, URLs masked, length capped."""
+    return mask_urls(label_value(message, limit=limit))
