@@ -94,3 +94,20 @@ def test_kept_real_screens_classify_as_labelled() -> None:
         if (got := classified(FIXTURES / f"{name}.txt")) != want
     }
     assert not wrong
+
+
+TRACKER = FIXTURES.parent / "tracker"
+
+
+def test_screens_from_the_public_tracker_classify_as_labelled() -> None:
+    """Wordings quoted in Claude Code's issue tracker (each fixture names its source): the
+    classes the classifier once missed, from compaction failures to the newer spinner."""
+    labels = json.loads((TRACKER / LABELS).read_text())
+    assert sorted(labels) == sorted(p.stem for p in TRACKER.glob("*.txt"))
+    assert all(label["source"] for label in labels.values())
+    wrong = {
+        name: got
+        for name, label in labels.items()
+        if (got := classified(TRACKER / f"{name}.txt")) != label["state"]
+    }
+    assert not wrong

@@ -14,10 +14,12 @@ same decision. The rules, in order (docs/metrics.md repeats them for users):
    is refined by the message it carries (the line plus its continuation lines).
    An approval menu (a `N.` line led by the selector glyph, with a "Do you want to …" question
    above it or "Esc to cancel" below it) is a candidate at the selector's line.
-3. A candidate is `stale` when a newer message line (led by ⏺ or ●) is below it: the session
-   went on after it.
-4. The pane is `working` when a spinner ("esc to interrupt") or a retry spinner ("Retrying in
-   N s") is at or below the newest message line; then every candidate is suppressed
+3. A candidate is `stale` when a newer message line (led by ⏺ or ●) is below it, or a prompt
+   the user sent (a prompt line with text above the input box), or an "Interrupted" line: the
+   session went on after it.
+4. The pane is `working` when a spinner ("esc to interrupt", or the newer "Verb… (44s · ↓ 247
+   tokens)") or a retry spinner ("Retrying in N s") is at or below the newest message line and
+   no sent prompt or "Interrupted" line is below it; then every candidate is suppressed
    (`working`, or `retry_spinner`) and the state is `working`.
 5. Vetoes: usage-limit text in the window vetoes a throttle (`usage_limit_veto`); compaction
    text vetoes "context too long" (`compaction`). Two or more usage-policy lines in the window
@@ -213,6 +215,16 @@ def _scan(text: str, settings: Settings, patterns: Patterns) -> tuple[_Scan, str
     return scan, screen.tail_hash(raw_lines)
 
 
+def _resubmitted(window: list[Line], patterns: Patterns) -> Line | None:
+    """The newest prompt the user sent after the input box was drawn anew: a prompt line with
+    text that is not the input box itself (the bottom-most prompt line) nor a menu choice.
+    Whatever the harness printed above it belongs to a turn that is over."""
+    selector = patterns.signals["approval_selector"]
+    prompts = [line for line in window if line.lead == "prompt"]
+    sent = [line for line in prompts[:-1] if line.text and not selector.match(line.text)]
+    return sent[-1] if sent else None
+
+
 def _suppress(suppressed: list[Suppression], reason: str, candidates: list[Candidate]) -> None:
     suppressed.extend(Suppression(reason, c.pattern, c.line.from_end) for c in candidates)
 
@@ -223,13 +235,27 @@ def _decide(
     """The deciding candidate (or None) and, without one, the base state's pattern and line."""
     window, suppressed = scan.window, scan.suppressed
     newest = window[scan.newest_message].from_end if scan.newest_message >= 0 else 0
-    stale = [c for c in scan.candidates if c.line.from_end > newest > 0]
+    # A prompt the user sent, or an "Interrupted" line, ends the turn above it too.
+    ended = [
+        line
+        for line in (_resubmitted(window, patterns), _signal(window, "interrupted", patterns))
+        if line
+    ]
+    turn_over = min((line.from_end for line in ended), default=0)
+    stale = [
+        c
+        for c in scan.candidates
+        if c.line.from_end > newest > 0 or c.line.from_end > turn_over > 0
+    ]
     _suppress(suppressed, "stale", stale)
     live = [c for c in scan.candidates if c not in stale]
 
     recent = window[max(scan.newest_message, 0) :]
     retry = _signal(recent, "retry_spinner", patterns)
     spinner = _signal(recent, "spinner", patterns)
+    spun = retry or spinner
+    if spun is not None and 0 < turn_over < spun.from_end:
+        retry = spinner = None  # what spun above it is over
     if retry or spinner:
         _suppress(suppressed, "retry_spinner" if retry else "working", live)
         return None, "retry_spinner" if retry else "spinner", retry or spinner

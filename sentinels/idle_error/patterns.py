@@ -68,6 +68,7 @@ class Patterns:
 SIGNALS = (
     "spinner",
     "retry_spinner",
+    "interrupted",
     "idle_footer",
     "compaction",
     "approval_question",
