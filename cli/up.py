@@ -29,6 +29,7 @@ from agentwatch.sentinels import registry
 if TYPE_CHECKING:  # every command builds the parser: these load when `up` runs
     from agentwatch.exporter.collector import SpoolCollector
 
+CLAUDE_ENV = "AGENTWATCH_CLAUDE"
 log = logging.getLogger("agentwatch.up")
 STATUS_EVERY = 10.0
 RESTART_DELAY = 2.0
@@ -55,6 +56,12 @@ def add(commands: argparse._SubParsersAction) -> None:
         help="run the demo workload even if real transcripts exist (the demo uses its own folder)",
     )
     parser.add_argument("--no-demo", action="store_true", help="never start the demo workload")
+    parser.add_argument(
+        "--no-claude",
+        action="store_true",
+        help="simulated demo sessions even when the real Claude Code is installed "
+        f"(${CLAUDE_ENV}, which scripts/up sets after installing the pinned version)",
+    )
     parser.add_argument(
         "--no-stack",
         action="store_true",
@@ -128,6 +135,7 @@ class Layout:
     spool: Path
     demo: bool
     stack: bool
+    claude: str | None = None  # the real Claude Code the demo runs, when installed
 
     @property
     def claude_dir(self) -> Path:
@@ -191,6 +199,16 @@ def _base_argv(args: argparse.Namespace, config_file: Path) -> list[str]:
     return argv
 
 
+def real_claude() -> str | None:
+    """The real Claude Code for the demo (${CLAUDE_ENV}), or None after saying why not."""
+    found = os.environ.get(CLAUDE_ENV, "")
+    if found and os.path.isfile(found) and os.access(found, os.X_OK):
+        return found
+    print("demo: the real Claude Code is not installed (scripts/up installs it with npm), "
+          "so the demo runs simulated sessions.")  # fmt: skip
+    return None
+
+
 def plan(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> list[Child]:
     """The children to run: exporter, sentinels, the stack, the controller and the demo."""
     state, spool = layout.state, layout.spool
@@ -236,7 +254,8 @@ def plan(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> list[C
                            "--orchestrator-url", f"http://{demo['orchestrator_listen']}",
                            "--seconds-per-turn", str(demo["seconds_per_turn"]),
                            "--burn-seconds", str(demo["burn_seconds"]),
-                           "--stall-after", str(demo["stall_after_turns"])], env),
+                           "--stall-after", str(demo["stall_after_turns"]),
+                           *(["--claude", layout.claude] if layout.claude else [])], env),
         ]  # fmt: skip
     return children
 
@@ -332,11 +351,13 @@ def run(args: argparse.Namespace, cfg: config.Config) -> int:
     if lacking:
         print(f"Prometheus and Alertmanager not started: missing {', '.join(lacking)} "
               "(scripts/setup installs them).")  # fmt: skip
+    demo = args.demo or (not args.no_demo and not _have_transcripts(cfg))
     layout = Layout(
         state=state,
         spool=spool,
-        demo=args.demo or (not args.no_demo and not _have_transcripts(cfg)),
+        demo=demo,
         stack=with_stack,
+        claude=real_claude() if demo and not args.no_claude else None,
     )
     try:
         children = plan(args, cfg, layout)
@@ -359,7 +380,8 @@ def run(args: argparse.Namespace, cfg: config.Config) -> int:
         print(f"  alert log:    {state / 'stack' / 'alerts.jsonl'}   "
               "(messages also printed below)")  # fmt: skip
     if layout.demo:
-        print(f"  demo:         simulated sessions in tmux: tmux -S {layout.tmux_socket} attach")
+        kind = "real Claude Code sessions" if layout.claude else "simulated sessions"
+        print(f"  demo:         {kind} in tmux: tmux -S {layout.tmux_socket} attach")
         print(f"                transcripts under {layout.claude_dir}")
     print(f"  state:        {state}   (logs in {logs}; config used: {layout.config_file})")
     print("Press Ctrl-C to stop.", flush=True)

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import requests
 
+from agentwatch.demo.claude_sessions import REAL_ROSTER, RealRole, RealSessions
+
 log = logging.getLogger("agentwatch.demo")
 SESSION = "agentwatch-demo"
 TMUX_TIMEOUT = 5.0
@@ -58,6 +60,11 @@ class Settings:
     stall_after_turns: int
     default_agents: int = 4
     orchestrator_url: str | None = None
+    claude: str | None = None  # the real Claude Code binary: real sessions instead
+
+
+def roster(settings: Settings) -> tuple[Role | RealRole, ...]:
+    return REAL_ROSTER if settings.claude else ROSTER
 
 
 def desired_agents(settings: Settings) -> int:
@@ -74,7 +81,7 @@ def desired_agents(settings: Settings) -> int:
         return 0
     wanted = state.get("max_agents")
     if isinstance(wanted, int) and not isinstance(wanted, bool) and wanted >= 0:
-        return min(wanted, len(ROSTER))
+        return min(wanted, len(roster(settings)))
     return settings.default_agents
 
 
@@ -106,6 +113,16 @@ class Tmux:
             made = self.run("new-window", "-d", "-t", f"={SESSION}:", "-n", name, *argv)
         if made.returncode != 0:
             log.warning("tmux could not open %s: %s", name, made.stderr.strip()[:200])
+
+    def capture(self, name: str) -> str:
+        shown = self.run("capture-pane", "-p", "-J", "-t", f"={SESSION}:{name}")
+        return shown.stdout if shown.returncode == 0 else ""
+
+    def send(self, name: str, text: str) -> None:
+        """Type a line into a window, as a person would: the text, then Enter."""
+        self.run("send-keys", "-t", f"={SESSION}:{name}", "-l", text)
+        time.sleep(0.3)  # Claude Code takes a pasted burst and its Enter apart
+        self.run("send-keys", "-t", f"={SESSION}:{name}", "Enter")
 
     def close(self, name: str) -> None:
         self.run("kill-window", "-t", f"={SESSION}:{name}")
@@ -158,18 +175,33 @@ def report(settings: Settings, agents: int) -> None:
         log.debug("demo orchestrator not reachable: %s", err)
 
 
-def reconcile(tmux: Tmux, settings: Settings, wanted: int, seeds: dict[str, int]) -> None:
+def reconcile(
+    tmux: Tmux,
+    settings: Settings,
+    wanted: int,
+    seeds: dict[str, int],
+    real: RealSessions | None = None,
+) -> None:
     """Open the first `wanted` roles of the roster that are missing; close the rest."""
     running = set(tmux.windows())
     report(settings, len(running))
-    keep = [role.project for role in ROSTER[:wanted]]
-    for index, role in enumerate(ROSTER[:wanted]):
-        if role.project not in running:
+    roles = roster(settings)[:wanted]
+    keep = [role.project for role in roles]
+    for index, role in enumerate(roles):
+        if role.project in running:
+            continue
+        if isinstance(role, RealRole):
+            assert real is not None
+            argv = real.argv(role)
+        else:
             seeds[role.project] = seeds.get(role.project, index) + len(ROSTER)
-            tmux.open(role.project, agent_argv(role, settings, seeds[role.project]))
-            log.info("demo: started session %s", role.project)
+            argv = agent_argv(role, settings, seeds[role.project])
+        tmux.open(role.project, argv)
+        log.info("demo: started session %s", role.project)
     for name in sorted(running - set(keep), reverse=True):
         tmux.close(name)
+        if real is not None:
+            real.forget(name)
         log.info("demo: stopped session %s (the orchestrator allows %d)", name, wanted)
 
 
@@ -185,12 +217,24 @@ def run(settings: Settings) -> int:
     (settings.claude_dir / "projects").mkdir(parents=True, exist_ok=True)
     tmux = Tmux(settings.socket)
     seeds: dict[str, int] = {}
+    real = None
+    if settings.claude:
+        demo_dir = settings.socket.parent
+        real = RealSessions(settings.claude, settings.claude_dir, demo_dir / "work",
+                            demo_dir / "served.jsonl", settings.burn_seconds,
+                            settings.stall_after_turns)  # fmt: skip
+        real.start()
+        log.info("demo: real Claude Code sessions against the scripted API at %s", real.api.url)
     try:
         while not stopping[0]:
-            reconcile(tmux, settings, desired_agents(settings), seeds)
+            reconcile(tmux, settings, desired_agents(settings), seeds, real)
+            if real is not None:
+                real.drive(tmux.capture, tmux.send)
             time.sleep(1.0)
     finally:
         tmux.stop()
+        if real is not None:
+            real.stop()
     return 0
 
 
@@ -207,11 +251,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--burn-seconds", type=float, default=900.0)
     parser.add_argument("--stall-after", type=int, default=8)
     parser.add_argument("--agents", type=int, default=4, help="sessions without an orchestrator")
+    parser.add_argument(
+        "--claude", help="the real Claude Code binary: run real sessions against a scripted API"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     settings = Settings(
         args.claude_dir, args.tmux_socket, args.orchestrator_state, args.seconds_per_turn,
-        args.burn_seconds, args.stall_after, args.agents, args.orchestrator_url,
+        args.burn_seconds, args.stall_after, args.agents, args.orchestrator_url, args.claude,
     )  # fmt: skip
     return run(settings)
 

@@ -77,6 +77,7 @@ def events(step: Step, message_id: str, model: str) -> Iterator[bytes]:
         },
     )
     for index, block in enumerate(content(step)):
+        start: dict[str, Any]
         if block["type"] == "text":
             start = {"type": "text", "text": ""}
             delta = {"type": "text_delta", "text": block["text"]}

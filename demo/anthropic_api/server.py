@@ -11,6 +11,7 @@ import json
 import socket
 import threading
 import time
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -31,6 +32,11 @@ class Sessions:
         self._lock = threading.Lock()
         self._chosen: dict[str, SessionScript] = {}
         self._position: dict[str, int] = {}
+
+    def add(self, scripted: SessionScript) -> None:
+        """Script one more session while serving (the demo adds each session it starts)."""
+        with self._lock:
+            self.script = replace(self.script, sessions=(*self.script.sessions, scripted))
 
     def next_step(self, session: str, first_prompt: str) -> Step:
         with self._lock:
@@ -89,7 +95,7 @@ class StandIn:
     @property
     def url(self) -> str:
         host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def start(self) -> StandIn:
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
