@@ -21,6 +21,7 @@ from pathlib import Path
 
 from agentwatch.core import claude
 from agentwatch.core.log import FailureGate
+from agentwatch.core.sanitize import label_value
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.reader import (
     BY_LOCATION,
@@ -110,6 +111,7 @@ class Ledger:
         self._unreadable: dict[str, FailureGate] = {}  # logs once per failing file
         self._unread: dict[str, int] = {}
         self._unread_total = 0
+        self._rejects_logged: set[str] = set()
 
     # ---- discovery
     def scan(self, roots: Iterable[Path] | None = None) -> None:
@@ -272,7 +274,10 @@ class Ledger:
                 self.files.pop(key, None)
                 self._unreadable.pop(key, None)
             else:
-                gate = self._unreadable.setdefault(key, FailureGate(log, f"transcript {key}"))
+                gate = self._unreadable.get(key)
+                if gate is None:
+                    what = f"transcript {label_value(key, 512)}"
+                    gate = self._unreadable[key] = FailureGate(log, what)
                 gate.failed("cannot be read")
                 if tracked is not None:  # retry on the next change, not in a loop
                     tracked.size = (self._position(key) or Position()).offset
@@ -291,9 +296,17 @@ class Ledger:
         pending.add(("agentwatch_ledger_lines_rejected", ("oversize",)), chunk.oversize)
         for reason, count in chunk.rejects.items():
             pending.add(("agentwatch_ledger_lines_rejected", (reason,)), count)
+            if reason not in self._rejects_logged:  # once per reason: the counter tells more
+                self._rejects_logged.add(reason)
+                log.warning(
+                    "a line of %s was rejected (%s); such lines are counted in "
+                    "agentwatch_ledger_lines_rejected_total and not logged again",
+                    label_value(key, limit=512),
+                    reason,
+                )
         for kind, count in chunk.copies.items():
             pending.add(("agentwatch_ledger_duplicate_copies", (kind,)), count)
-        session = tracked.transcript.session if tracked else "unknown"
+        session = label_value(tracked.transcript.session) if tracked else "unknown"
         if chunk.first_ts is not None and chunk.last_ts is not None:
             activity = pending.activity.get(session)
             if activity is None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from agentwatch.core import claude
 from agentwatch.core.process import die_with_parent
+from agentwatch.core.sanitize import label_value
 from agentwatch.sentinels.token_ledger import records
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.tailer import Position, read_lines, refresh_head, same_file
@@ -20,6 +21,7 @@ log = logging.getLogger("agentwatch.token-ledger")
 
 SIDECHAIN = 1  # req key of a lone sidechain copy (deduped by message id alone)
 BY_LOCATION = 2  # req key of an entry without message id (keyed by file, offset, content)
+_PROJECT_CACHE = 10_000  # label values remembered per process (bounded: names are open-ended)
 
 # One usage entry, ready to be decided: (msg, req, project, model, timestamp, input, output,
 # cache_read, cache_creation, cost, priced, has_speed, error_kind, reset_at, total)
@@ -59,6 +61,7 @@ class ChunkReader:
     def __init__(self, prices: PriceBook):
         self.prices = prices
         self._projects: dict[tuple[str | None, str], str] = {}
+        self._models: dict[str, str] = {}
 
     def read(self, key: str, slug: str, known: Position | None, budget: int) -> Chunk:
         try:
@@ -126,15 +129,26 @@ class ChunkReader:
                 req = key_hash(f"t\0{round(entry.timestamp * 1000)}") | 3
             else:
                 req = key_hash("r\0" + entry.req_id) | 3  # low bits set: never a reserved key
+        # Label values come from text anyone can write (cwd, folder names, model): made safe
+        # here, where they are produced, so the database and every exposition hold safe text.
         project = self._projects.get((entry.cwd, slug))
         if project is None:
-            project = self._projects[(entry.cwd, slug)] = claude.project_name(entry.cwd, slug)
+            project = label_value(claude.project_name(entry.cwd, slug))
+            if len(self._projects) >= _PROJECT_CACHE:
+                self._projects.clear()
+            self._projects[(entry.cwd, slug)] = project
+        model = self._models.get(entry.model)
+        if model is None:
+            model = label_value(entry.model)
+            if len(self._models) >= _PROJECT_CACHE:
+                self._models.clear()
+            self._models[entry.model] = model
         cost, priced = self._cost(entry)
         kind = reset_at = None
         if entry.api_error:
             kind, reset_at = records.classify_error(entry.error_text)
         return (
-            msg, req, project, entry.model, entry.timestamp, entry.input, entry.output,
+            msg, req, project, model, entry.timestamp, entry.input, entry.output,
             entry.cache_read, entry.cache_creation, cost, priced, entry.has_speed, kind,
             reset_at, entry.total,
         )  # fmt: skip

@@ -73,6 +73,20 @@ class ResponseRow:
         )  # fmt: skip
 
 
+def _stored_path(path: str) -> str | bytes:
+    """A file name that is not UTF-8 (os.fsdecode's surrogates) is stored as its bytes:
+    SQLite text must be UTF-8, and one such name must not stop every commit."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+    return path
+
+
+def _path_of(stored: str | bytes) -> str:
+    return stored if isinstance(stored, str) else os.fsdecode(stored)
+
+
 CounterKey = tuple[str, tuple[str, ...]]  # (metric name, label values in declared order)
 
 
@@ -126,7 +140,7 @@ class Store:
     def positions(self) -> dict[str, Position]:
         rows = self.db.execute("SELECT path, dev, ino, offset, head_len, head, tail FROM files")
         return {
-            path: Position(dev, ino, offset, head_len, head or b"", tail or b"")
+            _path_of(path): Position(dev, ino, offset, head_len, head or b"", tail or b"")
             for path, dev, ino, offset, head_len, head, tail in rows
         }
 
@@ -200,7 +214,7 @@ class Store:
     def save_position(self, path: str, pos: Position) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (path, pos.dev, pos.ino, pos.offset, pos.head_len, pos.head, pos.tail),
+            (_stored_path(path), pos.dev, pos.ino, pos.offset, pos.head_len, pos.head, pos.tail),
         )
 
     def save_responses(self, rows: Iterable[ResponseRow]) -> None:
@@ -235,5 +249,10 @@ class Store:
             " t_in = t_in + excluded.t_in, t_out = t_out + excluded.t_out,"
             " t_cr = t_cr + excluded.t_cr, t_cc = t_cc + excluded.t_cc,"
             " cost = cost + excluded.cost",
-            ((session, *values) for session, values in deltas.items()),
+            # Sums as floats: many lines each under the per-field bound can pass SQLite's
+            # int64 (an OverflowError at COMMIT, forever); a REAL only loses precision.
+            (
+                (session, project, first_ts, last_ts, *map(float, sums))
+                for session, (project, first_ts, last_ts, *sums) in deltas.items()
+            ),
         )
