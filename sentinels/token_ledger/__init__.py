@@ -92,6 +92,7 @@ SENTINEL = Sentinel(
         "agentwatch_ledger_roots",
         "agentwatch_ledger_roots_missing",
         "agentwatch_ledger_roots_polled",
+        "agentwatch_ledger_store_full",
     ),
     build=_build,
 )

@@ -112,6 +112,7 @@ class Ledger:
         self._unread: dict[str, int] = {}
         self._unread_total = 0
         self._rejects_logged: set[str] = set()
+        self.commits = 0  # batches committed since the start (a full disk ends on one)
 
     # ---- discovery
     def scan(self, roots: Iterable[Path] | None = None) -> None:
@@ -443,6 +444,7 @@ class Ledger:
             for key, position in pending.positions.items():
                 store.save_position(key, position)
             store.commit()
+            self.commits += 1
         except BaseException:
             self.discard()
             raise

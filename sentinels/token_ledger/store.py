@@ -110,6 +110,17 @@ class Store:
                 f"{path} is in use by another token-ledger process; stop it or use another "
                 "--state-dir"
             ) from None
+        try:
+            self._open()
+        except BaseException:  # e.g. a full disk: the next try must find the lock free
+            with contextlib.suppress(Exception):
+                self.db.close()
+            os.close(self._lock)
+            self._lock = -1
+            raise
+
+    def _open(self) -> None:
+        path = self.path
         self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
