@@ -22,6 +22,7 @@ from pathlib import Path
 from agentwatch.core import claude
 from agentwatch.core.log import FailureGate
 from agentwatch.core.sanitize import label_value
+from agentwatch.sentinels.token_ledger.fold import DIMENSIONS, Fold, SessionFold, top_names
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.reader import (
     BY_LOCATION,
@@ -42,6 +43,41 @@ TOKEN_TYPES = ("input", "output", "cache_read", "cache_creation")
 STEP_BYTES = 16 * 1024 * 1024  # one chunk of one file
 COMMIT_ENTRIES = 20_000  # commit the open transaction after about this many entries
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # below this a backfill is read in-process
+
+
+# Where the project and model labels sit in each counter's label values.
+_LABEL_AT: dict[str, tuple[int | None, int | None]] = {
+    "agentwatch_tokens": (0, 1),
+    "agentwatch_cost_usd": (0, 1),
+    "agentwatch_api_responses": (0, 1),
+    "agentwatch_api_errors": (0, None),
+    "agentwatch_ledger_unpriced_tokens": (None, 0),
+}
+
+
+def _names(counters: Iterable[CounterKey]) -> dict[str, set[str]]:
+    """The project and model names that occur in these counters."""
+    found: dict[str, set[str]] = {dim: set() for dim in DIMENSIONS}
+    for name, labels in counters:
+        at = _LABEL_AT.get(name)
+        if at is None:
+            continue
+        for dim, index in zip(DIMENSIONS, at, strict=True):
+            if index is not None:
+                found[dim].add(labels[index])
+    return found
+
+
+def folded_labels(fold: Fold, name: str, labels: tuple[str, ...]) -> tuple[str, ...]:
+    """A counter's label values as exposed: folded names become "other"."""
+    at = _LABEL_AT.get(name)
+    if at is None:
+        return labels
+    shown = list(labels)
+    for dim, index in zip(DIMENSIONS, at, strict=True):
+        if index is not None:
+            shown[index] = fold.show(dim, labels[index])
+    return tuple(shown)
 
 
 @dataclass
@@ -97,15 +133,22 @@ class Ledger:
     files: dict[str, TrackedFile] = field(default_factory=dict)
     positions: dict[str, Position] = field(default_factory=dict)
     read_errors: dict[str, int] = field(default_factory=dict)
+    max_projects: int = 50
+    max_models: int = 25
+    max_sessions: int = 100
 
     def __post_init__(self) -> None:
         self.counters = self.store.counters()
-        # Counters changed since the metrics last rendered them (all of them at first).
+        # Counters changed since the metrics last rendered them (all of them at first), and
+        # by how much (the folded series add up these deltas).
         self.changed: set[CounterKey] = set(self.counters)
+        self.deltas: dict[CounterKey, float] = dict(self.counters)
+        self.fold = self._load_fold()
         self.positions = self.store.positions()
         self.gauges = self.store.gauges()
         since = self.clock() - self.session_ttl
         self.sessions = {s: list(row) for s, row in self.store.recent_sessions(since).items()}
+        self.session_fold = SessionFold(self.max_sessions, self.sessions)
         self.reader = ChunkReader(self.prices)
         self._pending = _Pending()
         self._unreadable: dict[str, FailureGate] = {}  # logs once per failing file
@@ -113,6 +156,20 @@ class Ledger:
         self._unread_total = 0
         self._rejects_logged: set[str] = set()
         self.commits = 0  # batches committed since the start (a full disk ends on one)
+
+    def _load_fold(self) -> Fold:
+        caps = {"project": self.max_projects, "model": self.max_models}
+        known = _names(self.counters)
+        kept = self.store.kept()
+        if kept is None:  # a database from before the fold: the largest names keep series
+            by_name: dict[str, dict[str, float]] = {dim: {} for dim in DIMENSIONS}
+            for (name, labels), value in self.counters.items():
+                if name == "agentwatch_tokens":
+                    for dim, label in zip(DIMENSIONS, labels, strict=False):
+                        by_name[dim][label] = by_name[dim].get(label, 0.0) + value
+            kept = {dim: top_names(by_name[dim].items(), caps[dim]) for dim in DIMENSIONS}
+            self.store.save_kept(kept)
+        return Fold(caps, kept, known)
 
     # ---- discovery
     def scan(self, roots: Iterable[Path] | None = None) -> None:
@@ -309,6 +366,10 @@ class Ledger:
             pending.add(("agentwatch_ledger_duplicate_copies", (kind,)), count)
         session = label_value(tracked.transcript.session) if tracked else "unknown"
         if chunk.first_ts is not None and chunk.last_ts is not None:
+            # A line from the future must not keep its session's series past the others:
+            # activity times are clamped to now.
+            now = self.clock()
+            chunk.first_ts, chunk.last_ts = min(chunk.first_ts, now), min(chunk.last_ts, now)
             activity = pending.activity.get(session)
             if activity is None:
                 project = chunk.entries[0][2] if chunk.entries else "unknown"
@@ -433,10 +494,12 @@ class Ledger:
         for session, (project, first_ts, last_ts) in pending.activity.items():
             delta = session_deltas.setdefault(session, [project, None, None, 0, 0, 0, 0, 0.0])
             delta[1], delta[2] = first_ts, last_ts
+        planned = self.fold.plan(_names(counters))
         store = self.store
         if not store.db.in_transaction:
             store.begin()
         try:
+            store.save_kept({dim: kept for dim, (_, kept) in planned.items() if kept})
             store.save_responses(pending.rows.values())
             store.add_counters(counters)
             store.add_sessions(session_deltas)
@@ -452,6 +515,10 @@ class Ledger:
         for counter, value in counters.items():
             self.counters[counter] = self.counters.get(counter, 0.0) + value
         self.changed.update(counters)
+        deltas = self.deltas
+        for counter, value in counters.items():
+            deltas[counter] = deltas.get(counter, 0.0) + value
+        self.fold.apply(planned)
         self.gauges.update(pending.gauges)
         self._remember_sessions(session_deltas)
         self._pending = _Pending()
@@ -464,6 +531,7 @@ class Ledger:
                 if last_ts is None or last_ts < cutoff:
                     continue
                 current = self.sessions[session] = [project, first_ts, last_ts, 0, 0, 0, 0, 0.0]
+                self.session_fold.admit(session)
             if first_ts is not None:
                 current[1] = min(current[1], first_ts)
                 current[2] = max(current[2], last_ts)
@@ -473,4 +541,4 @@ class Ledger:
     def expire_sessions(self) -> None:
         cutoff = self.clock() - self.session_ttl
         for session in [s for s, row in self.sessions.items() if row[2] < cutoff]:
-            del self.sessions[session]
+            self.session_fold.expired(session, self.sessions.pop(session))

@@ -202,6 +202,9 @@ def build(config: Config, state_dir: Path) -> Ledger:
         roots=roots_of(config),
         session_ttl=settings["session_ttl"],
         pricing_source=source,
+        max_projects=settings["max_projects"],
+        max_models=settings["max_models"],
+        max_sessions=settings["max_sessions"],
     )
 
 

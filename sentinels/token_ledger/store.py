@@ -42,6 +42,10 @@ CREATE TABLE IF NOT EXISTS labelsets (
 CREATE TABLE IF NOT EXISTS counters (
     name TEXT NOT NULL, labels TEXT NOT NULL, value REAL NOT NULL, PRIMARY KEY (name, labels)
 ) WITHOUT ROWID;
+-- Project and model names shown as themselves (fold.py), in the order they got their slot.
+CREATE TABLE IF NOT EXISTS kept (
+    dimension TEXT NOT NULL, name TEXT NOT NULL, UNIQUE (dimension, name)
+);
 CREATE TABLE IF NOT EXISTS sessions (
     session TEXT PRIMARY KEY, project TEXT NOT NULL, first_ts REAL,
     last_ts REAL, t_in INTEGER NOT NULL DEFAULT 0, t_out INTEGER NOT NULL DEFAULT 0,
@@ -179,6 +183,23 @@ class Store:
             for row in self.db.execute(f"SELECT * FROM responses WHERE msg IN ({marks})", part):
                 found.setdefault(row[0], []).append(ResponseRow(*row))
         return found
+
+    def kept(self) -> dict[str, list[str]] | None:
+        """Names with series of their own per dimension; None before the fold existed."""
+        if self.db.execute("SELECT 1 FROM meta WHERE key='fold'").fetchone() is None:
+            return None
+        kept: dict[str, list[str]] = {}
+        for dimension, name in self.db.execute("SELECT dimension, name FROM kept ORDER BY rowid"):
+            kept.setdefault(dimension, []).append(name)
+        return kept
+
+    def save_kept(self, kept: dict[str, list[str]]) -> None:
+        """Within the open transaction (or alone): names that got a slot."""
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('fold', '1')")
+        self.db.executemany(
+            "INSERT OR IGNORE INTO kept VALUES (?, ?)",
+            ((dim, name) for dim, names in kept.items() for name in names),
+        )
 
     def gauges(self) -> dict[str, float]:
         rows = self.db.execute("SELECT key, value FROM meta WHERE key LIKE 'gauge:%'")
