@@ -18,6 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
+from stat import S_ISREG
 
 from agentwatch.core import claude
 from agentwatch.core.log import FailureGate
@@ -38,6 +39,10 @@ from agentwatch.sentinels.token_ledger.tailer import Position
 
 log = logging.getLogger("agentwatch.token-ledger")
 
+SKIP_REASONS = {
+    "not_regular": "not a regular file (a FIFO, socket or device)",
+    "symlink": "a symlink now (symlinks are not followed, as in discovery)",
+}
 DROPPED = 2  # `side` of a sidechain row superseded by a main copy
 TOKEN_TYPES = ("input", "output", "cache_read", "cache_creation")
 STEP_BYTES = 16 * 1024 * 1024  # one chunk of one file
@@ -155,7 +160,11 @@ class Ledger:
         self._unread: dict[str, int] = {}
         self._unread_total = 0
         self._rejects_logged: set[str] = set()
+        self._skipped: dict[str, str] = {}  # path -> why it is not read (counted once)
+        self._skips_logged: set[str] = set()
+        self.unreadable_dirs: dict[str, Path] = {}  # folder -> its root, from the last scan
         self.commits = 0  # batches committed since the start (a full disk ends on one)
+        self.noticed = False  # a metric changed without a commit (a skipped file)
 
     def _load_fold(self) -> Fold:
         caps = {"project": self.max_projects, "model": self.max_models}
@@ -179,8 +188,13 @@ class Ledger:
         seen: dict[str, TrackedFile] = {
             key: tracked for key, tracked in self.files.items() if tracked.root not in chosen
         }
+        unreadable: dict[str, tuple[Path, OSError]] = {}
         for root in chosen:
-            for entry in claude.walk(root):
+
+            def failed(folder: str, err: OSError, root: Path = root) -> None:
+                unreadable[folder] = (root, err)
+
+            for entry in claude.walk(root, failed):
                 key = entry.path
                 if key in seen:
                     continue
@@ -194,10 +208,52 @@ class Ledger:
                     stat = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
+                if not S_ISREG(stat.st_mode):  # a FIFO, socket or device named *.jsonl
+                    self._skip(key, "not_regular")
+                    continue
                 tracked.size, tracked.mtime = stat.st_size, stat.st_mtime
                 seen[key] = tracked
         self.files = seen
         self._recount_all()
+        self._note_unreadable_dirs(chosen, unreadable)
+
+    def _note_unreadable_dirs(
+        self, roots: list[Path], failed: dict[str, tuple[Path, OSError]]
+    ) -> None:
+        """Folders under these roots that cannot be listed: a gauge, one line per folder
+        when it starts failing and one when it can be read again."""
+        for folder in [f for f, root in self.unreadable_dirs.items() if root in roots]:
+            if folder not in failed:
+                del self.unreadable_dirs[folder]
+                self.noticed = True
+                log.info("folder %s can be listed again", label_value(folder, 512))
+        for folder, (root, err) in failed.items():
+            if folder not in self.unreadable_dirs:
+                self.noticed = True
+                log.warning(
+                    "cannot list %s (%s): its transcripts are not counted until it can be "
+                    "(agentwatch_ledger_unreadable_dirs)",
+                    label_value(folder, 512),
+                    label_value(err.strerror or type(err).__name__),
+                )
+            self.unreadable_dirs[folder] = root
+
+    def _skip(self, key: str, reason: str) -> None:
+        """A path discovery or an event offered that is not a transcript we may read:
+        counted once per path (as a read error), logged once per reason."""
+        if self._skipped.get(key) == reason:
+            return
+        self._skipped[key] = reason
+        self.read_errors[reason] = self.read_errors.get(reason, 0) + 1
+        self.noticed = True
+        if reason not in self._skips_logged:
+            self._skips_logged.add(reason)
+            log.warning(
+                "skipped %s: %s; such files are counted in "
+                "agentwatch_ledger_read_errors_total and not logged again",
+                label_value(key, 512),
+                SKIP_REASONS[reason],
+            )
 
     def track(self, path: Path) -> TrackedFile | None:
         """Start tracking one file named by a file-system event (if it is a transcript)."""
@@ -207,11 +263,22 @@ class Ledger:
         for root in self.roots:
             transcript = claude.describe(root, path)
             if transcript is not None and not claude.behind_symlink(root, path):
+                try:
+                    if not S_ISREG(os.lstat(path).st_mode):
+                        self._skip(key, "not_regular")
+                        return None
+                except OSError:
+                    return None
                 tracked = TrackedFile(transcript, root)
                 self.files[key] = tracked
                 self._recount(key)
                 return tracked
         return None
+
+    def take_noticed(self) -> bool:
+        """Whether a metric changed outside the counters since the last call."""
+        noticed, self.noticed = self.noticed, False
+        return noticed
 
     def _position(self, key: str) -> Position | None:
         return self._pending.positions.get(key) or self.positions.get(key)
@@ -255,6 +322,9 @@ class Ledger:
         The result is committed by `flush()` (or automatically when the batch is large)."""
         tracked = self.files.get(key)
         if tracked is None:
+            return 0
+        if claude.behind_symlink(tracked.root, Path(key)):  # a folder swapped for a symlink
+            self.apply(Chunk(key, self._position(key) or Position(), error="symlink"))
             return 0
         chunk = self.reader.read(key, tracked.transcript.slug, self._position(key), budget)
         self.apply(chunk)
@@ -326,6 +396,11 @@ class Ledger:
     def _apply(self, chunk: Chunk) -> None:
         key = chunk.key
         tracked = self.files.get(key)
+        if chunk.error in SKIP_REASONS:  # no longer a transcript: dropped, as discovery would
+            self.files.pop(key, None)
+            self._unreadable.pop(key, None)
+            self._skip(key, chunk.error)
+            return
         if chunk.error:
             self.read_errors[chunk.error] = self.read_errors.get(chunk.error, 0) + 1
             if chunk.error == "vanished":

@@ -330,7 +330,7 @@ class TokenLedger:
         keys = [path for path in self.handler.take() if ledger.track(Path(path)) is not None]
         if self.store_full.full:  # a retry: everything the failed commits dropped
             keys = list(dict.fromkeys([*keys, *ledger.pending()]))
-        changed = _drain(ledger, keys, self.stopping)
+        changed = _drain(ledger, keys, self.stopping) or ledger.take_noticed()
         now = time.monotonic()
         if now - self.last_scan >= self.reconcile_every:
             ledger.scan()

@@ -145,10 +145,11 @@ def families(
 
     read_errors = CounterMetricFamily(
         "agentwatch_ledger_read_errors",
-        "Transcripts that vanished or could not be read, since the sentinel started.",
+        "Transcripts that vanished, could not be read, or were skipped (not a regular file, "
+        "a symlink), since the sentinel started.",
         labels=["reason"],
     )
-    for reason in ("vanished", "unreadable"):
+    for reason in ("vanished", "unreadable", "not_regular", "symlink"):
         read_errors.add_metric([reason], ledger.read_errors.get(reason, 0))
     yield read_errors
     existing = sum(1 for root in ledger.roots if root.is_dir())
@@ -160,6 +161,9 @@ def families(
         ("agentwatch_ledger_roots", "Transcript roots that exist.", existing),
         ("agentwatch_ledger_roots_missing", "Transcript roots that do not exist (yet).",
          len(ledger.roots) - existing),
+        ("agentwatch_ledger_unreadable_dirs",
+         "Folders under the transcript roots that could not be listed at the last scan.",
+         len(ledger.unreadable_dirs)),
         ("agentwatch_ledger_roots_polled",
          "Transcript roots followed by polling because inotify is not available for them.",
          roots_polled),

@@ -4,11 +4,13 @@ worker process during a large backfill while the main process decides and commit
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
 import signal
 from dataclasses import dataclass, field
+from stat import S_ISREG
 
 from agentwatch.core import claude
 from agentwatch.core.process import die_with_parent
@@ -52,7 +54,7 @@ class Chunk:
     copies: dict[str, int] = field(default_factory=dict)  # dropped duplicates, by kind
     first_ts: float | None = None  # activity span of the accepted lines
     last_ts: float | None = None
-    error: str | None = None  # "vanished" or "unreadable"
+    error: str | None = None  # "vanished", "unreadable", "symlink" or "not_regular"
 
 
 class ChunkReader:
@@ -64,13 +66,20 @@ class ChunkReader:
         self._models: dict[str, str] = {}
 
     def read(self, key: str, slug: str, known: Position | None, budget: int) -> Chunk:
+        # Not through a symlink swapped in for the file (discovery does not follow them
+        # either), and never blocking on a FIFO: the open cannot wait for a writer, and
+        # anything but a regular file is refused before a byte is read.
+        flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
         try:
-            fd = os.open(key, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(key, flags)
         except FileNotFoundError:
             return Chunk(key, known or Position(), error="vanished")
-        except OSError:
-            return Chunk(key, known or Position(), error="unreadable")
+        except OSError as err:
+            reason = "symlink" if err.errno == errno.ELOOP else "unreadable"
+            return Chunk(key, known or Position(), error=reason)
         try:
+            if not S_ISREG(os.fstat(fd).st_mode):
+                return Chunk(key, known or Position(), error="not_regular")
             return self._read_open(fd, key, slug, known, budget)
         except OSError:
             return Chunk(key, known or Position(), error="unreadable")
