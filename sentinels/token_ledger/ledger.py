@@ -35,7 +35,7 @@ from agentwatch.sentinels.token_ledger.reader import (
     read_in_worker,
 )
 from agentwatch.sentinels.token_ledger.store import CounterKey, ResponseRow, Store
-from agentwatch.sentinels.token_ledger.tailer import Position
+from agentwatch.sentinels.token_ledger.tailer import Position, Skim
 
 log = logging.getLogger("agentwatch.token-ledger")
 
@@ -48,6 +48,7 @@ TOKEN_TYPES = ("input", "output", "cache_read", "cache_creation")
 STEP_BYTES = 16 * 1024 * 1024  # one chunk of one file
 COMMIT_ENTRIES = 20_000  # commit the open transaction after about this many entries
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # below this a backfill is read in-process
+RESIZE_EVERY = 0.25  # seconds of backfill reading between looks at the tracked files' sizes
 
 
 # Where the project and model labels sit in each counter's label values.
@@ -161,6 +162,7 @@ class Ledger:
         self._unread_total = 0
         self._rejects_logged: set[str] = set()
         self._skipped: dict[str, str] = {}  # path -> why it is not read (counted once)
+        self._skims: dict[str, Skim] = {}  # path -> how far its long partial line was scanned
         self._skips_logged: set[str] = set()
         self.unreadable_dirs: dict[str, Path] = {}  # folder -> its root, from the last scan
         self.commits = 0  # batches committed since the start (a full disk ends on one)
@@ -295,7 +297,7 @@ class Ledger:
     def has_unread(self, key: str) -> bool:
         tracked = self.files.get(key)
         position = self._position(key)
-        return tracked is not None and position is not None and tracked.size > position.offset
+        return tracked is not None and tracked.size > (position.offset if position else 0)
 
     def unread_bytes(self) -> int:
         """Bytes written but not read yet: kept up to date per file, because it is published
@@ -307,7 +309,11 @@ class Ledger:
         position = self._position(key)
         unread = 0
         if tracked is not None:
-            unread = max(tracked.size - (position.offset if position else 0), 0)
+            done = position.offset if position else 0
+            skim = self._skims.get(key)
+            if skim is not None and skim.line_start == done:  # a long line scanned so far
+                done = skim.scanned
+            unread = max(tracked.size - done, 0)
         self._unread_total += unread - self._unread.get(key, 0)
         self._unread[key] = unread
 
@@ -326,9 +332,11 @@ class Ledger:
         if claude.behind_symlink(tracked.root, Path(key)):  # a folder swapped for a symlink
             self.apply(Chunk(key, self._position(key) or Position(), error="symlink"))
             return 0
-        chunk = self.reader.read(key, tracked.transcript.slug, self._position(key), budget)
+        chunk = self.reader.read(
+            key, tracked.transcript.slug, self._position(key), budget, self._skims.get(key)
+        )
         self.apply(chunk)
-        return chunk.bytes_read
+        return chunk.progress
 
     def catch_up(self, workers: int = 1) -> None:
         """Scan, then read every file to its end and commit (one `--once` cycle)."""
@@ -347,12 +355,40 @@ class Ledger:
         if workers > 1 and self.unread_bytes() >= PARALLEL_MIN_BYTES:
             yield from self._read_parallel(keys, workers)
             return
-        for key in keys:
-            while True:
-                got = self.step(key)
-                yield got
-                if not got or not self.has_unread(key):
-                    break
+        # One slice of each file in turn, so a huge file cannot hold up the others; the
+        # sizes are looked at again every RESIZE_EVERY, and a file that grew takes its turn
+        # first (a line appended while a 10 GB file is read shows within about a second).
+        queue = deque(keys)
+        queued = set(queue)
+        resize_at = time.monotonic() + RESIZE_EVERY
+        while queue:
+            key = queue.popleft()
+            queued.discard(key)
+            got = self.step(key)
+            yield got
+            if got and self.has_unread(key):
+                queue.append(key)
+                queued.add(key)
+            if time.monotonic() >= resize_at:
+                for grown in reversed(self.refresh_sizes()):
+                    if grown not in queued:
+                        queue.appendleft(grown)
+                        queued.add(grown)
+                resize_at = time.monotonic() + RESIZE_EVERY
+
+    def refresh_sizes(self) -> list[str]:
+        """Stat every tracked file (no walk: cheap); the ones that grew, newest first."""
+        grown: list[tuple[float, str]] = []
+        for key, tracked in self.files.items():
+            try:
+                info = os.stat(key, follow_symlinks=False)
+            except OSError:
+                continue
+            if info.st_size != tracked.size or info.st_mtime != tracked.mtime:
+                tracked.size, tracked.mtime = info.st_size, info.st_mtime
+                self._recount(key)
+                grown.append((info.st_mtime, key))
+        return [key for _, key in sorted(grown, reverse=True)]
 
     def _read_parallel(self, keys: list[str], workers: int) -> Generator[int]:
         context = get_context("fork")  # the caller has no threads yet (see main.run)
@@ -363,26 +399,37 @@ class Ledger:
         ) as pool:  # fmt: skip
             todo = list(keys)
             running: deque = deque()
+            resize_at = time.monotonic() + RESIZE_EVERY
+            in_flight: set[str] = set()  # one job per file at a time: positions move in order
             while todo or running:
+                if time.monotonic() >= resize_at:  # a file that grew goes first (see read_all)
+                    waiting = set(todo) | in_flight
+                    todo[:0] = [key for key in self.refresh_sizes() if key not in waiting]
+                    resize_at = time.monotonic() + RESIZE_EVERY
                 while todo and len(running) < 2 * workers:
                     jobs = self._next_jobs(todo)
+                    in_flight.update(job[0] for job in jobs)
                     running.append(pool.submit(read_in_worker, jobs))
                 chunks = running.popleft().result()  # in submission order: bounded memory
                 for chunk in chunks:
+                    in_flight.discard(chunk.key)
                     self.apply(chunk)
                     yield chunk.bytes_read
-                    if chunk.bytes_read and self.has_unread(chunk.key):
-                        todo.insert(0, chunk.key)  # a large file: its next slice
+                    if chunk.progress and self.has_unread(chunk.key):
+                        todo.append(chunk.key)  # a large file: its next slice, after the others
 
-    def _next_jobs(self, todo: list[str]) -> list[tuple[str, str, Position | None, int]]:
+    def _next_jobs(
+        self, todo: list[str]
+    ) -> list[tuple[str, str, Position | None, int, Skim | None]]:
         """Small files travel together (about STEP_BYTES a batch); a large one alone."""
-        jobs: list[tuple[str, str, Position | None, int]] = []
+        jobs: list[tuple[str, str, Position | None, int, Skim | None]] = []
         planned = 0
         while todo and planned < STEP_BYTES:
             key = todo.pop(0)
             position = self._position(key)
             planned += self.files[key].size - (position.offset if position else 0)
-            jobs.append((key, self.files[key].transcript.slug, position, STEP_BYTES))
+            slug = self.files[key].transcript.slug
+            jobs.append((key, slug, position, STEP_BYTES, self._skims.get(key)))
         return jobs
 
     # ---- deciding
@@ -396,6 +443,10 @@ class Ledger:
     def _apply(self, chunk: Chunk) -> None:
         key = chunk.key
         tracked = self.files.get(key)
+        if chunk.skim is not None:
+            self._skims[key] = chunk.skim
+        else:
+            self._skims.pop(key, None)
         if chunk.error in SKIP_REASONS:  # no longer a transcript: dropped, as discovery would
             self.files.pop(key, None)
             self._unreadable.pop(key, None)

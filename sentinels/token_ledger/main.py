@@ -46,6 +46,7 @@ from agentwatch.sentinels.token_ledger.store import StateInUse, Store
 log = logging.getLogger("agentwatch.token-ledger")
 IDLE_POLL = 30.0
 BACKFILL_PUBLISH_EVERY = 1.0
+DRAIN_SLICE = 0.1  # seconds of live reading before new events are taken and metrics published
 
 
 # Only these reach us (the kernel is asked for nothing else): our own reads would otherwise
@@ -174,7 +175,12 @@ class _Progress:
         elapsed = max(now - self.started, 1e-6)
         rate = done / elapsed
         files_left = len(self.ledger.pending())
-        eta = f"about {left / rate:.0f} s left" if rate > 0 and left else "done"
+        if not left:
+            eta = "done"
+        elif done <= 0 or now - self.started < 1.0:
+            eta = "estimating the time left"
+        else:
+            eta = f"about {left / rate:.0f} s left"
         log.info(
             "backfill: %.1f of %.1f MB (%.0f%%), %d of %d files, %.1f MB/s, %s",
             done / 1e6,
@@ -226,16 +232,25 @@ def warn_missing_roots(config: Config, roots: list[Path]) -> None:
         )
 
 
-def _drain(ledger: Ledger, keys: list[str], stopping: Callable[[], bool]) -> bool:
-    """Read the given files to their end; True when anything was read."""
+def _drain(ledger: Ledger, keys: list[str], stopping: Callable[[], bool]) -> tuple[bool, list[str]]:
+    """Read the given files one slice each in turn, for up to DRAIN_SLICE seconds; whether
+    anything was read, and the files left with unread bytes (read next cycle, after the new
+    events: a huge file cannot keep an append elsewhere waiting)."""
     changed = False
-    for key in keys:
-        while not stopping() and ledger.step(key):
-            changed = True
-            if not ledger.has_unread(key):
-                break
+    todo = list(dict.fromkeys(keys))
+    deadline = time.monotonic() + DRAIN_SLICE
+    while todo and not stopping():
+        left = []
+        for key in todo:
+            if ledger.step(key):
+                changed = True
+                if ledger.has_unread(key):
+                    left.append(key)
+        todo = left
+        if time.monotonic() >= deadline:
+            break
     ledger.flush()
-    return changed
+    return changed, todo
 
 
 class TokenLedger:
@@ -263,6 +278,7 @@ class TokenLedger:
         self.progress: _Progress | None = None
         self.next_partial = -math.inf  # partial totals after the first chunk already
         self.last_scan = -math.inf
+        self.left: list[str] = []  # files a live cycle's time slice left unfinished
 
     def _open(self) -> float | None:
         """Open the database; when the disk is full, seconds until the next try."""
@@ -328,22 +344,30 @@ class TokenLedger:
     def _follow(self, ledger: Ledger, due: bool) -> Outcome:
         assert self.watch is not None
         keys = [path for path in self.handler.take() if ledger.track(Path(path)) is not None]
+        keys += self.left  # what the last cycle's time slice did not finish
         if self.store_full.full:  # a retry: everything the failed commits dropped
-            keys = list(dict.fromkeys([*keys, *ledger.pending()]))
-        changed = _drain(ledger, keys, self.stopping) or ledger.take_noticed()
+            keys += ledger.pending()
+        changed, left = _drain(ledger, keys, self.stopping)
+        changed = changed or ledger.take_noticed()
         now = time.monotonic()
         if now - self.last_scan >= self.reconcile_every:
             ledger.scan()
             self.watch.refresh()
-            changed = _drain(ledger, ledger.pending(), self.stopping) or changed
+            read, left = _drain(ledger, [*left, *ledger.pending()], self.stopping)
+            changed = read or changed
             self.last_scan = now
         elif due:
             if self.watch.refresh():  # a root appeared (e.g. Claude Code's first run)
                 self.last_scan = -math.inf
+                self.left = left
                 return Outcome(changed=changed, again_in=0.0)
             if self.watch.polled:
                 ledger.scan(self.watch.polled)
-                changed = _drain(ledger, ledger.pending(), self.stopping) or changed
+                read, left = _drain(ledger, [*left, *ledger.pending()], self.stopping)
+                changed = read or changed
+        self.left = left
+        if left:
+            return Outcome(changed=changed, again_in=0.0)
         return Outcome(changed=changed, again_in=self.reconcile_every - (now - self.last_scan))
 
     def families(self) -> Iterator[Metric | str]:

@@ -17,7 +17,13 @@ from agentwatch.core.process import die_with_parent
 from agentwatch.core.sanitize import label_value
 from agentwatch.sentinels.token_ledger import records
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
-from agentwatch.sentinels.token_ledger.tailer import Position, read_lines, refresh_head, same_file
+from agentwatch.sentinels.token_ledger.tailer import (
+    Position,
+    Skim,
+    read_lines,
+    refresh_head,
+    same_file,
+)
 
 log = logging.getLogger("agentwatch.token-ledger")
 
@@ -55,6 +61,8 @@ class Chunk:
     first_ts: float | None = None  # activity span of the accepted lines
     last_ts: float | None = None
     error: str | None = None  # "vanished", "unreadable", "symlink" or "not_regular"
+    skim: Skim | None = None  # how far a long partial line at the end was scanned
+    progress: int = 0  # new bytes consumed or scanned: 0 when there is nothing to do now
 
 
 class ChunkReader:
@@ -65,7 +73,9 @@ class ChunkReader:
         self._projects: dict[tuple[str | None, str], str] = {}
         self._models: dict[str, str] = {}
 
-    def read(self, key: str, slug: str, known: Position | None, budget: int) -> Chunk:
+    def read(
+        self, key: str, slug: str, known: Position | None, budget: int, skim: Skim | None = None
+    ) -> Chunk:
         # Not through a symlink swapped in for the file (discovery does not follow them
         # either), and never blocking on a FIFO: the open cannot wait for a writer, and
         # anything but a regular file is refused before a byte is read.
@@ -80,14 +90,14 @@ class ChunkReader:
         try:
             if not S_ISREG(os.fstat(fd).st_mode):
                 return Chunk(key, known or Position(), error="not_regular")
-            return self._read_open(fd, key, slug, known, budget)
+            return self._read_open(fd, key, slug, known, budget, skim)
         except OSError:
             return Chunk(key, known or Position(), error="unreadable")
         finally:
             os.close(fd)
 
     def _read_open(
-        self, fd: int, key: str, slug: str, known: Position | None, budget: int
+        self, fd: int, key: str, slug: str, known: Position | None, budget: int, skim: Skim | None
     ) -> Chunk:
         stat = os.fstat(fd)
         if known is not None and same_file(fd, stat, known):
@@ -100,7 +110,13 @@ class ChunkReader:
         if stat.st_size == position.offset:
             return chunk
         start = position.offset
-        result = read_lines(fd, start, budget, tail_is_complete=records.is_whole_object)
+        if reset or skim is None or skim.scanned > stat.st_size:
+            skim = None  # a replaced or truncated file: its old scan means nothing
+        result = read_lines(
+            fd, start, budget, tail_is_complete=records.is_whole_object, resume=skim,
+            resumable=True,
+        )  # fmt: skip
+        chunk.skim, chunk.progress = result.skim, result.progress
         position.offset = result.end
         refresh_head(fd, stat, position)
         chunk.lines, chunk.oversize = result.lines, result.oversize
@@ -217,7 +233,8 @@ def init_worker(pricing_file: object, overrides: dict[str, dict[str, float]], pa
     _worker_reader = ChunkReader(PriceBook.load(pricing_file, overrides))  # type: ignore[arg-type]
 
 
-def read_in_worker(jobs: list[tuple[str, str, Position | None, int]]) -> list[Chunk]:
-    """Read several (key, slug, position, budget) jobs: one round trip for many small files."""
+def read_in_worker(jobs: list[tuple[str, str, Position | None, int, Skim | None]]) -> list[Chunk]:
+    """Read several (key, slug, position, budget, skim) jobs: one round trip for many small
+    files."""
     assert _worker_reader is not None, "init_worker was not run"
     return [_worker_reader.read(*job) for job in jobs]
