@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,13 +113,16 @@ def behind_symlink(root: Path, path: Path) -> bool:
     return False
 
 
-def walk(root: Path) -> Iterator[os.DirEntry]:
+def walk(
+    root: Path, unreadable: Callable[[str, OSError], None] | None = None
+) -> Iterator[os.DirEntry]:
     """Every `.jsonl` file below a root, at any depth, hidden ones included.
 
     Symlinks below the root are not followed (as the reference reader does), which also
     rules out loops; the root itself may be a symlink. Yields directory entries, whose
     `stat(follow_symlinks=False)` is one system call: a reconcile scan of thousands of
-    files stays cheap.
+    files stays cheap. A folder that cannot be listed is skipped and, when given, told to
+    `unreadable` (its transcripts are missing from the totals: that must be visible).
     """
     stack = [str(root)]
     while stack:
@@ -127,7 +130,9 @@ def walk(root: Path) -> Iterator[os.DirEntry]:
         try:
             with os.scandir(folder) as entries:
                 children = list(entries)
-        except OSError:
+        except OSError as err:
+            if unreadable is not None and not isinstance(err, FileNotFoundError):
+                unreadable(folder, err)
             continue
         for entry in children:
             try:

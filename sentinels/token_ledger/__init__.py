@@ -64,6 +64,17 @@ SENTINEL = Sentinel(
         ),
         "prices": Key({}, price_table, "per-model price overrides, USD per million tokens"),
         "progress_interval": Key(5.0, duration, "seconds between backfill progress lines"),
+        "max_projects": Key(
+            50, int_range(1, 1_000_000), "projects with series of their own; the rest show as other"
+        ),
+        "max_models": Key(
+            25, int_range(1, 1_000_000), "models with series of their own; the rest show as other"
+        ),
+        "max_sessions": Key(
+            100,
+            int_range(1, 1_000_000),
+            "recent sessions with series of their own (the rest: other)",
+        ),
         "workers": Key(
             0, int_range(0, 64), "processes parsing a large backfill (0: up to 2 cores)"
         ),
@@ -92,6 +103,9 @@ SENTINEL = Sentinel(
         "agentwatch_ledger_roots",
         "agentwatch_ledger_roots_missing",
         "agentwatch_ledger_roots_polled",
+        "agentwatch_ledger_store_full",
+        "agentwatch_ledger_folded_series",
+        "agentwatch_ledger_unreadable_dirs",
     ),
     build=_build,
 )

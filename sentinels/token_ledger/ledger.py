@@ -18,9 +18,12 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
+from stat import S_ISREG
 
 from agentwatch.core import claude
 from agentwatch.core.log import FailureGate
+from agentwatch.core.sanitize import label_value
+from agentwatch.sentinels.token_ledger.fold import DIMENSIONS, Fold, SessionFold, top_names
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.reader import (
     BY_LOCATION,
@@ -32,15 +35,55 @@ from agentwatch.sentinels.token_ledger.reader import (
     read_in_worker,
 )
 from agentwatch.sentinels.token_ledger.store import CounterKey, ResponseRow, Store
-from agentwatch.sentinels.token_ledger.tailer import Position
+from agentwatch.sentinels.token_ledger.tailer import Position, Skim
 
 log = logging.getLogger("agentwatch.token-ledger")
 
+SKIP_REASONS = {
+    "not_regular": "not a regular file (a FIFO, socket or device)",
+    "symlink": "a symlink now (symlinks are not followed, as in discovery)",
+}
 DROPPED = 2  # `side` of a sidechain row superseded by a main copy
 TOKEN_TYPES = ("input", "output", "cache_read", "cache_creation")
 STEP_BYTES = 16 * 1024 * 1024  # one chunk of one file
 COMMIT_ENTRIES = 20_000  # commit the open transaction after about this many entries
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # below this a backfill is read in-process
+RESIZE_EVERY = 0.25  # seconds of backfill reading between looks at the tracked files' sizes
+
+
+# Where the project and model labels sit in each counter's label values.
+_LABEL_AT: dict[str, tuple[int | None, int | None]] = {
+    "agentwatch_tokens": (0, 1),
+    "agentwatch_cost_usd": (0, 1),
+    "agentwatch_api_responses": (0, 1),
+    "agentwatch_api_errors": (0, None),
+    "agentwatch_ledger_unpriced_tokens": (None, 0),
+}
+
+
+def _names(counters: Iterable[CounterKey]) -> dict[str, set[str]]:
+    """The project and model names that occur in these counters."""
+    found: dict[str, set[str]] = {dim: set() for dim in DIMENSIONS}
+    for name, labels in counters:
+        at = _LABEL_AT.get(name)
+        if at is None:
+            continue
+        for dim, index in zip(DIMENSIONS, at, strict=True):
+            if index is not None:
+                found[dim].add(labels[index])
+    return found
+
+
+def folded_labels(fold: Fold, name: str, labels: tuple[str, ...]) -> tuple[str, ...]:
+    """A counter's label values as exposed: folded names become "other"."""
+    at = _LABEL_AT.get(name)
+    if at is None:
+        return labels
+    shown = list(labels)
+    for dim, index in zip(DIMENSIONS, at, strict=True):
+        if index is not None:
+            shown[index] = fold.show(dim, labels[index])
+    return tuple(shown)
 
 
 @dataclass
@@ -96,20 +139,48 @@ class Ledger:
     files: dict[str, TrackedFile] = field(default_factory=dict)
     positions: dict[str, Position] = field(default_factory=dict)
     read_errors: dict[str, int] = field(default_factory=dict)
+    max_projects: int = 50
+    max_models: int = 25
+    max_sessions: int = 100
 
     def __post_init__(self) -> None:
         self.counters = self.store.counters()
-        # Counters changed since the metrics last rendered them (all of them at first).
+        # Counters changed since the metrics last rendered them (all of them at first), and
+        # by how much (the folded series add up these deltas).
         self.changed: set[CounterKey] = set(self.counters)
+        self.deltas: dict[CounterKey, float] = dict(self.counters)
+        self.fold = self._load_fold()
         self.positions = self.store.positions()
         self.gauges = self.store.gauges()
         since = self.clock() - self.session_ttl
         self.sessions = {s: list(row) for s, row in self.store.recent_sessions(since).items()}
+        self.session_fold = SessionFold(self.max_sessions, self.sessions)
         self.reader = ChunkReader(self.prices)
         self._pending = _Pending()
         self._unreadable: dict[str, FailureGate] = {}  # logs once per failing file
         self._unread: dict[str, int] = {}
         self._unread_total = 0
+        self._rejects_logged: set[str] = set()
+        self._skipped: dict[str, str] = {}  # path -> why it is not read (counted once)
+        self._skims: dict[str, Skim] = {}  # path -> how far its long partial line was scanned
+        self._skips_logged: set[str] = set()
+        self.unreadable_dirs: dict[str, Path] = {}  # folder -> its root, from the last scan
+        self.commits = 0  # batches committed since the start (a full disk ends on one)
+        self.noticed = False  # a metric changed without a commit (a skipped file)
+
+    def _load_fold(self) -> Fold:
+        caps = {"project": self.max_projects, "model": self.max_models}
+        known = _names(self.counters)
+        kept = self.store.kept()
+        if kept is None:  # a database from before the fold: the largest names keep series
+            by_name: dict[str, dict[str, float]] = {dim: {} for dim in DIMENSIONS}
+            for (name, labels), value in self.counters.items():
+                if name == "agentwatch_tokens":
+                    for dim, label in zip(DIMENSIONS, labels, strict=False):
+                        by_name[dim][label] = by_name[dim].get(label, 0.0) + value
+            kept = {dim: top_names(by_name[dim].items(), caps[dim]) for dim in DIMENSIONS}
+            self.store.save_kept(kept)
+        return Fold(caps, kept, known)
 
     # ---- discovery
     def scan(self, roots: Iterable[Path] | None = None) -> None:
@@ -119,8 +190,13 @@ class Ledger:
         seen: dict[str, TrackedFile] = {
             key: tracked for key, tracked in self.files.items() if tracked.root not in chosen
         }
+        unreadable: dict[str, tuple[Path, OSError]] = {}
         for root in chosen:
-            for entry in claude.walk(root):
+
+            def failed(folder: str, err: OSError, root: Path = root) -> None:
+                unreadable[folder] = (root, err)
+
+            for entry in claude.walk(root, failed):
                 key = entry.path
                 if key in seen:
                     continue
@@ -134,10 +210,52 @@ class Ledger:
                     stat = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
+                if not S_ISREG(stat.st_mode):  # a FIFO, socket or device named *.jsonl
+                    self._skip(key, "not_regular")
+                    continue
                 tracked.size, tracked.mtime = stat.st_size, stat.st_mtime
                 seen[key] = tracked
         self.files = seen
         self._recount_all()
+        self._note_unreadable_dirs(chosen, unreadable)
+
+    def _note_unreadable_dirs(
+        self, roots: list[Path], failed: dict[str, tuple[Path, OSError]]
+    ) -> None:
+        """Folders under these roots that cannot be listed: a gauge, one line per folder
+        when it starts failing and one when it can be read again."""
+        for folder in [f for f, root in self.unreadable_dirs.items() if root in roots]:
+            if folder not in failed:
+                del self.unreadable_dirs[folder]
+                self.noticed = True
+                log.info("folder %s can be listed again", label_value(folder, 512))
+        for folder, (root, err) in failed.items():
+            if folder not in self.unreadable_dirs:
+                self.noticed = True
+                log.warning(
+                    "cannot list %s (%s): its transcripts are not counted until it can be "
+                    "(agentwatch_ledger_unreadable_dirs)",
+                    label_value(folder, 512),
+                    label_value(err.strerror or type(err).__name__),
+                )
+            self.unreadable_dirs[folder] = root
+
+    def _skip(self, key: str, reason: str) -> None:
+        """A path discovery or an event offered that is not a transcript we may read:
+        counted once per path (as a read error), logged once per reason."""
+        if self._skipped.get(key) == reason:
+            return
+        self._skipped[key] = reason
+        self.read_errors[reason] = self.read_errors.get(reason, 0) + 1
+        self.noticed = True
+        if reason not in self._skips_logged:
+            self._skips_logged.add(reason)
+            log.warning(
+                "skipped %s: %s; such files are counted in "
+                "agentwatch_ledger_read_errors_total and not logged again",
+                label_value(key, 512),
+                SKIP_REASONS[reason],
+            )
 
     def track(self, path: Path) -> TrackedFile | None:
         """Start tracking one file named by a file-system event (if it is a transcript)."""
@@ -147,11 +265,22 @@ class Ledger:
         for root in self.roots:
             transcript = claude.describe(root, path)
             if transcript is not None and not claude.behind_symlink(root, path):
+                try:
+                    if not S_ISREG(os.lstat(path).st_mode):
+                        self._skip(key, "not_regular")
+                        return None
+                except OSError:
+                    return None
                 tracked = TrackedFile(transcript, root)
                 self.files[key] = tracked
                 self._recount(key)
                 return tracked
         return None
+
+    def take_noticed(self) -> bool:
+        """Whether a metric changed outside the counters since the last call."""
+        noticed, self.noticed = self.noticed, False
+        return noticed
 
     def _position(self, key: str) -> Position | None:
         return self._pending.positions.get(key) or self.positions.get(key)
@@ -168,7 +297,7 @@ class Ledger:
     def has_unread(self, key: str) -> bool:
         tracked = self.files.get(key)
         position = self._position(key)
-        return tracked is not None and position is not None and tracked.size > position.offset
+        return tracked is not None and tracked.size > (position.offset if position else 0)
 
     def unread_bytes(self) -> int:
         """Bytes written but not read yet: kept up to date per file, because it is published
@@ -180,7 +309,11 @@ class Ledger:
         position = self._position(key)
         unread = 0
         if tracked is not None:
-            unread = max(tracked.size - (position.offset if position else 0), 0)
+            done = position.offset if position else 0
+            skim = self._skims.get(key)
+            if skim is not None and skim.line_start == done:  # a long line scanned so far
+                done = skim.scanned
+            unread = max(tracked.size - done, 0)
         self._unread_total += unread - self._unread.get(key, 0)
         self._unread[key] = unread
 
@@ -196,9 +329,14 @@ class Ledger:
         tracked = self.files.get(key)
         if tracked is None:
             return 0
-        chunk = self.reader.read(key, tracked.transcript.slug, self._position(key), budget)
+        if claude.behind_symlink(tracked.root, Path(key)):  # a folder swapped for a symlink
+            self.apply(Chunk(key, self._position(key) or Position(), error="symlink"))
+            return 0
+        chunk = self.reader.read(
+            key, tracked.transcript.slug, self._position(key), budget, self._skims.get(key)
+        )
         self.apply(chunk)
-        return chunk.bytes_read
+        return chunk.progress
 
     def catch_up(self, workers: int = 1) -> None:
         """Scan, then read every file to its end and commit (one `--once` cycle)."""
@@ -217,12 +355,40 @@ class Ledger:
         if workers > 1 and self.unread_bytes() >= PARALLEL_MIN_BYTES:
             yield from self._read_parallel(keys, workers)
             return
-        for key in keys:
-            while True:
-                got = self.step(key)
-                yield got
-                if not got or not self.has_unread(key):
-                    break
+        # One slice of each file in turn, so a huge file cannot hold up the others; the
+        # sizes are looked at again every RESIZE_EVERY, and a file that grew takes its turn
+        # first (a line appended while a 10 GB file is read shows within about a second).
+        queue = deque(keys)
+        queued = set(queue)
+        resize_at = time.monotonic() + RESIZE_EVERY
+        while queue:
+            key = queue.popleft()
+            queued.discard(key)
+            got = self.step(key)
+            yield got
+            if got and self.has_unread(key):
+                queue.append(key)
+                queued.add(key)
+            if time.monotonic() >= resize_at:
+                for grown in reversed(self.refresh_sizes()):
+                    if grown not in queued:
+                        queue.appendleft(grown)
+                        queued.add(grown)
+                resize_at = time.monotonic() + RESIZE_EVERY
+
+    def refresh_sizes(self) -> list[str]:
+        """Stat every tracked file (no walk: cheap); the ones that grew, newest first."""
+        grown: list[tuple[float, str]] = []
+        for key, tracked in self.files.items():
+            try:
+                info = os.stat(key, follow_symlinks=False)
+            except OSError:
+                continue
+            if info.st_size != tracked.size or info.st_mtime != tracked.mtime:
+                tracked.size, tracked.mtime = info.st_size, info.st_mtime
+                self._recount(key)
+                grown.append((info.st_mtime, key))
+        return [key for _, key in sorted(grown, reverse=True)]
 
     def _read_parallel(self, keys: list[str], workers: int) -> Generator[int]:
         context = get_context("fork")  # the caller has no threads yet (see main.run)
@@ -233,26 +399,37 @@ class Ledger:
         ) as pool:  # fmt: skip
             todo = list(keys)
             running: deque = deque()
+            resize_at = time.monotonic() + RESIZE_EVERY
+            in_flight: set[str] = set()  # one job per file at a time: positions move in order
             while todo or running:
+                if time.monotonic() >= resize_at:  # a file that grew goes first (see read_all)
+                    waiting = set(todo) | in_flight
+                    todo[:0] = [key for key in self.refresh_sizes() if key not in waiting]
+                    resize_at = time.monotonic() + RESIZE_EVERY
                 while todo and len(running) < 2 * workers:
                     jobs = self._next_jobs(todo)
+                    in_flight.update(job[0] for job in jobs)
                     running.append(pool.submit(read_in_worker, jobs))
                 chunks = running.popleft().result()  # in submission order: bounded memory
                 for chunk in chunks:
+                    in_flight.discard(chunk.key)
                     self.apply(chunk)
                     yield chunk.bytes_read
-                    if chunk.bytes_read and self.has_unread(chunk.key):
-                        todo.insert(0, chunk.key)  # a large file: its next slice
+                    if chunk.progress and self.has_unread(chunk.key):
+                        todo.append(chunk.key)  # a large file: its next slice, after the others
 
-    def _next_jobs(self, todo: list[str]) -> list[tuple[str, str, Position | None, int]]:
+    def _next_jobs(
+        self, todo: list[str]
+    ) -> list[tuple[str, str, Position | None, int, Skim | None]]:
         """Small files travel together (about STEP_BYTES a batch); a large one alone."""
-        jobs: list[tuple[str, str, Position | None, int]] = []
+        jobs: list[tuple[str, str, Position | None, int, Skim | None]] = []
         planned = 0
         while todo and planned < STEP_BYTES:
             key = todo.pop(0)
             position = self._position(key)
             planned += self.files[key].size - (position.offset if position else 0)
-            jobs.append((key, self.files[key].transcript.slug, position, STEP_BYTES))
+            slug = self.files[key].transcript.slug
+            jobs.append((key, slug, position, STEP_BYTES, self._skims.get(key)))
         return jobs
 
     # ---- deciding
@@ -266,13 +443,25 @@ class Ledger:
     def _apply(self, chunk: Chunk) -> None:
         key = chunk.key
         tracked = self.files.get(key)
+        if chunk.skim is not None:
+            self._skims[key] = chunk.skim
+        else:
+            self._skims.pop(key, None)
+        if chunk.error in SKIP_REASONS:  # no longer a transcript: dropped, as discovery would
+            self.files.pop(key, None)
+            self._unreadable.pop(key, None)
+            self._skip(key, chunk.error)
+            return
         if chunk.error:
             self.read_errors[chunk.error] = self.read_errors.get(chunk.error, 0) + 1
             if chunk.error == "vanished":
                 self.files.pop(key, None)
                 self._unreadable.pop(key, None)
             else:
-                gate = self._unreadable.setdefault(key, FailureGate(log, f"transcript {key}"))
+                gate = self._unreadable.get(key)
+                if gate is None:
+                    what = f"transcript {label_value(key, 512)}"
+                    gate = self._unreadable[key] = FailureGate(log, what)
                 gate.failed("cannot be read")
                 if tracked is not None:  # retry on the next change, not in a loop
                     tracked.size = (self._position(key) or Position()).offset
@@ -291,10 +480,22 @@ class Ledger:
         pending.add(("agentwatch_ledger_lines_rejected", ("oversize",)), chunk.oversize)
         for reason, count in chunk.rejects.items():
             pending.add(("agentwatch_ledger_lines_rejected", (reason,)), count)
+            if reason not in self._rejects_logged:  # once per reason: the counter tells more
+                self._rejects_logged.add(reason)
+                log.warning(
+                    "a line of %s was rejected (%s); such lines are counted in "
+                    "agentwatch_ledger_lines_rejected_total and not logged again",
+                    label_value(key, limit=512),
+                    reason,
+                )
         for kind, count in chunk.copies.items():
             pending.add(("agentwatch_ledger_duplicate_copies", (kind,)), count)
-        session = tracked.transcript.session if tracked else "unknown"
+        session = label_value(tracked.transcript.session) if tracked else "unknown"
         if chunk.first_ts is not None and chunk.last_ts is not None:
+            # A line from the future must not keep its session's series past the others:
+            # activity times are clamped to now.
+            now = self.clock()
+            chunk.first_ts, chunk.last_ts = min(chunk.first_ts, now), min(chunk.last_ts, now)
             activity = pending.activity.get(session)
             if activity is None:
                 project = chunk.entries[0][2] if chunk.entries else "unknown"
@@ -419,10 +620,12 @@ class Ledger:
         for session, (project, first_ts, last_ts) in pending.activity.items():
             delta = session_deltas.setdefault(session, [project, None, None, 0, 0, 0, 0, 0.0])
             delta[1], delta[2] = first_ts, last_ts
+        planned = self.fold.plan(_names(counters))
         store = self.store
         if not store.db.in_transaction:
             store.begin()
         try:
+            store.save_kept({dim: kept for dim, (_, kept) in planned.items() if kept})
             store.save_responses(pending.rows.values())
             store.add_counters(counters)
             store.add_sessions(session_deltas)
@@ -430,6 +633,7 @@ class Ledger:
             for key, position in pending.positions.items():
                 store.save_position(key, position)
             store.commit()
+            self.commits += 1
         except BaseException:
             self.discard()
             raise
@@ -437,6 +641,10 @@ class Ledger:
         for counter, value in counters.items():
             self.counters[counter] = self.counters.get(counter, 0.0) + value
         self.changed.update(counters)
+        deltas = self.deltas
+        for counter, value in counters.items():
+            deltas[counter] = deltas.get(counter, 0.0) + value
+        self.fold.apply(planned)
         self.gauges.update(pending.gauges)
         self._remember_sessions(session_deltas)
         self._pending = _Pending()
@@ -449,6 +657,7 @@ class Ledger:
                 if last_ts is None or last_ts < cutoff:
                     continue
                 current = self.sessions[session] = [project, first_ts, last_ts, 0, 0, 0, 0, 0.0]
+                self.session_fold.admit(session)
             if first_ts is not None:
                 current[1] = min(current[1], first_ts)
                 current[2] = max(current[2], last_ts)
@@ -458,4 +667,4 @@ class Ledger:
     def expire_sessions(self) -> None:
         cutoff = self.clock() - self.session_ttl
         for session in [s for s, row in self.sessions.items() if row[2] < cutoff]:
-            del self.sessions[session]
+            self.session_fold.expired(session, self.sessions.pop(session))

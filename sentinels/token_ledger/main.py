@@ -19,9 +19,10 @@ import os
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
+from itertools import chain
 from pathlib import Path
 
-from prometheus_client.metrics_core import Metric
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from watchdog.events import (
     FileCreatedEvent,
     FileModifiedEvent,
@@ -36,6 +37,7 @@ from agentwatch.core import claude
 from agentwatch.core.config import Config
 from agentwatch.core.loop import Outcome
 from agentwatch.sentinels.contract import Context, SentinelError
+from agentwatch.sentinels.token_ledger.full import StoreFull, is_full
 from agentwatch.sentinels.token_ledger.ledger import Ledger
 from agentwatch.sentinels.token_ledger.metrics import CounterText, families
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
@@ -44,6 +46,7 @@ from agentwatch.sentinels.token_ledger.store import StateInUse, Store
 log = logging.getLogger("agentwatch.token-ledger")
 IDLE_POLL = 30.0
 BACKFILL_PUBLISH_EVERY = 1.0
+DRAIN_SLICE = 0.1  # seconds of live reading before new events are taken and metrics published
 
 
 # Only these reach us (the kernel is asked for nothing else): our own reads would otherwise
@@ -172,7 +175,12 @@ class _Progress:
         elapsed = max(now - self.started, 1e-6)
         rate = done / elapsed
         files_left = len(self.ledger.pending())
-        eta = f"about {left / rate:.0f} s left" if rate > 0 and left else "done"
+        if not left:
+            eta = "done"
+        elif done <= 0 or now - self.started < 1.0:
+            eta = "estimating the time left"
+        else:
+            eta = f"about {left / rate:.0f} s left"
         log.info(
             "backfill: %.1f of %.1f MB (%.0f%%), %d of %d files, %.1f MB/s, %s",
             done / 1e6,
@@ -200,6 +208,9 @@ def build(config: Config, state_dir: Path) -> Ledger:
         roots=roots_of(config),
         session_ttl=settings["session_ttl"],
         pricing_source=source,
+        max_projects=settings["max_projects"],
+        max_models=settings["max_models"],
+        max_sessions=settings["max_sessions"],
     )
 
 
@@ -221,16 +232,25 @@ def warn_missing_roots(config: Config, roots: list[Path]) -> None:
         )
 
 
-def _drain(ledger: Ledger, keys: list[str], stopping: Callable[[], bool]) -> bool:
-    """Read the given files to their end; True when anything was read."""
+def _drain(ledger: Ledger, keys: list[str], stopping: Callable[[], bool]) -> tuple[bool, list[str]]:
+    """Read the given files one slice each in turn, for up to DRAIN_SLICE seconds; whether
+    anything was read, and the files left with unread bytes (read next cycle, after the new
+    events: a huge file cannot keep an append elsewhere waiting)."""
     changed = False
-    for key in keys:
-        while not stopping() and ledger.step(key):
-            changed = True
-            if not ledger.has_unread(key):
-                break
+    todo = list(dict.fromkeys(keys))
+    deadline = time.monotonic() + DRAIN_SLICE
+    while todo and not stopping():
+        left = []
+        for key in todo:
+            if ledger.step(key):
+                changed = True
+                if ledger.has_unread(key):
+                    left.append(key)
+        todo = left
+        if time.monotonic() >= deadline:
+            break
     ledger.flush()
-    return changed
+    return changed, todo
 
 
 class TokenLedger:
@@ -238,12 +258,13 @@ class TokenLedger:
 
     def __init__(self, context: Context):
         settings = context.settings
-        try:
-            self.ledger = build(context.config, context.state_dir)
-        except StateInUse as err:
-            raise SentinelError(str(err)) from err
-        log.info("reading transcripts under %s", ", ".join(str(r) for r in self.ledger.roots))
-        warn_missing_roots(context.config, self.ledger.roots)
+        self.config, self.state_dir = context.config, context.state_dir
+        self.roots = roots_of(context.config)
+        log.info("reading transcripts under %s", ", ".join(str(r) for r in self.roots))
+        warn_missing_roots(context.config, self.roots)
+        self.store_full = StoreFull(log, f"ledger database in {context.state_dir}")
+        self.ledger: Ledger | None = None  # None while a full disk keeps it from opening
+        self._open()
         self.once = context.once
         self.stopping = context.stopping
         self.interval = settings["interval"]
@@ -257,72 +278,114 @@ class TokenLedger:
         self.progress: _Progress | None = None
         self.next_partial = -math.inf  # partial totals after the first chunk already
         self.last_scan = -math.inf
+        self.left: list[str] = []  # files a live cycle's time slice left unfinished
+
+    def _open(self) -> float | None:
+        """Open the database; when the disk is full, seconds until the next try."""
+        try:
+            self.ledger = build(self.config, self.state_dir)
+        except StateInUse as err:
+            raise SentinelError(str(err)) from err
+        except Exception as err:
+            if not is_full(err):
+                raise
+            return self.store_full.failed(err)
+        return None
 
     def cycle(self, due: bool = True) -> Outcome:
+        if self.ledger is None:
+            retry_in = self._open()
+            if retry_in is not None:
+                return Outcome(again_in=retry_in)
+        ledger = self.ledger
+        assert ledger is not None
+        commits = ledger.commits
         try:
-            if self.watch is None:
-                return self._backfill()
-            return self._follow(due)
-        except BaseException:
-            self.ledger.discard()  # the batch is read again: never half-counted
+            outcome = self._backfill(ledger) if self.watch is None else self._follow(ledger, due)
+        except BaseException as err:
+            ledger.discard()  # the batch is read again: never half-counted
             if self.reading is not None:
                 self.reading.close()
                 self.reading = None
-            raise
+            if not is_full(err):
+                raise
+            return Outcome(again_in=self.store_full.failed(err))
+        if self.store_full.full and ledger.commits > commits:
+            self.store_full.committed()
+        return outcome
 
-    def _backfill(self) -> Outcome:
+    def _backfill(self, ledger: Ledger) -> Outcome:
         """Read until partial totals are due (after the first chunk, then every second; all
         of it with --once), then let the loop publish. No thread may exist before the parse
         workers are forked; the watch starts after the backfill."""
         if self.reading is None:
-            self.ledger.scan()
-            self.progress = _Progress(self.ledger, self.progress_every)
-            self.reading = self.ledger.read_all(self.workers)
+            ledger.scan()
+            if self.progress is None:  # a retry after a full disk goes on with the same one
+                self.progress = _Progress(ledger, self.progress_every)
+            self.reading = ledger.read_all(self.workers)
         assert self.progress is not None
         for _ in self.reading:
             self.progress.tick()
             now = time.monotonic()
             if self.stopping() or (not self.once and now >= self.next_partial):
                 self.next_partial = now + BACKFILL_PUBLISH_EVERY
-                self.ledger.flush()
+                ledger.flush()
                 return Outcome(again_in=0.0)
         self.reading = None
-        self.ledger.flush()
+        ledger.flush()
         self.progress.tick(force=self.progress.active)
         if not self.once:
             # What was written during the backfill is found by the scan the live phase
             # starts with.
-            self.watch = _Watch(self.ledger.roots, self.handler, self.interval)
+            self.watch = _Watch(ledger.roots, self.handler, self.interval)
             self.watch.refresh()
         return Outcome(again_in=0.0)
 
-    def _follow(self, due: bool) -> Outcome:
+    def _follow(self, ledger: Ledger, due: bool) -> Outcome:
         assert self.watch is not None
-        ledger = self.ledger
         keys = [path for path in self.handler.take() if ledger.track(Path(path)) is not None]
-        changed = _drain(ledger, keys, self.stopping)
+        keys += self.left  # what the last cycle's time slice did not finish
+        if self.store_full.full:  # a retry: everything the failed commits dropped
+            keys += ledger.pending()
+        changed, left = _drain(ledger, keys, self.stopping)
+        changed = changed or ledger.take_noticed()
         now = time.monotonic()
         if now - self.last_scan >= self.reconcile_every:
             ledger.scan()
             self.watch.refresh()
-            changed = _drain(ledger, ledger.pending(), self.stopping) or changed
+            read, left = _drain(ledger, [*left, *ledger.pending()], self.stopping)
+            changed = read or changed
             self.last_scan = now
         elif due:
             if self.watch.refresh():  # a root appeared (e.g. Claude Code's first run)
                 self.last_scan = -math.inf
+                self.left = left
                 return Outcome(changed=changed, again_in=0.0)
             if self.watch.polled:
                 ledger.scan(self.watch.polled)
-                changed = _drain(ledger, ledger.pending(), self.stopping) or changed
+                read, left = _drain(ledger, [*left, *ledger.pending()], self.stopping)
+                changed = read or changed
+        self.left = left
+        if left:
+            return Outcome(changed=changed, again_in=0.0)
         return Outcome(changed=changed, again_in=self.reconcile_every - (now - self.last_scan))
 
     def families(self) -> Iterator[Metric | str]:
+        full = GaugeMetricFamily(
+            "agentwatch_ledger_store_full",
+            "1 while the ledger's database cannot be written for lack of space (retried).",
+            value=1 if self.store_full.full else 0,
+        )
+        if self.ledger is None:
+            return iter([full])
         polled = len(self.watch.polled) if self.watch is not None else 0
-        return families(self.ledger, self.ledger.store.size_bytes(), self.counters, polled)
+        size = self.ledger.store.size_bytes()
+        return chain(families(self.ledger, size, self.counters, polled), [full])
 
     def close(self) -> None:
         if self.reading is not None:
             self.reading.close()
         if self.watch is not None:
             self.watch.stop()
-        self.ledger.store.close()
+        if self.ledger is not None:
+            self.ledger.store.close()

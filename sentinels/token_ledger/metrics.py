@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from agentwatch.core import spool
-from agentwatch.sentinels.token_ledger.ledger import TOKEN_TYPES, Ledger
+from agentwatch.sentinels.token_ledger.fold import OTHER
+from agentwatch.sentinels.token_ledger.ledger import TOKEN_TYPES, Ledger, folded_labels
+from agentwatch.sentinels.token_ledger.store import CounterKey
 
 ERROR_KINDS = ("rate_limit", "overloaded", "usage_limit", "server_error", "other")
 
@@ -53,19 +56,31 @@ class CounterText:
 
     A live line changes a handful of the several hundred counter series, and the spool file
     is rewritten for it: rendering every series again would cost most of the CPU a line
-    costs. The output equals rendering the families afresh (same order, same bytes).
+    costs. The output equals rendering the families afresh (same order, same bytes). Names
+    past the caps are folded (fold.py): a kept series shows its counter, "other" the sum of
+    the deltas of every folded one.
     """
 
     def __init__(self) -> None:
         self.lines: dict[str, dict[tuple[str, ...], str]] = {name: {} for name in COUNTERS}
         self.text: dict[str, str | None] = dict.fromkeys(COUNTERS)
+        self.values: dict[CounterKey, float] = {}  # as exposed (folded labels)
         self.zero_errors: set[tuple[str, ...]] = set()
 
     def render(self, ledger: Ledger) -> Iterator[str]:
-        changed, ledger.changed = ledger.changed, set()
-        for name, labels in changed:
-            if name in self.lines:
-                self._set(name, labels, ledger.counters[(name, labels)])
+        deltas, ledger.deltas = ledger.deltas, {}
+        ledger.changed = set()
+        fold, values = ledger.fold, self.values
+        for (name, labels), delta in deltas.items():
+            if name not in self.lines:
+                continue
+            shown = folded_labels(fold, name, labels)
+            if shown == labels and OTHER not in labels:  # its own series: the exact value
+                value = ledger.counters[(name, labels)]
+            else:
+                value = values.get((name, shown), 0.0) + delta
+            values[(name, shown)] = value
+            self._set(name, shown, value)
         self._zero_errors(ledger)
         for name, (documentation, _) in COUNTERS.items():
             text = self.text[name]
@@ -85,17 +100,17 @@ class CounterText:
         """Pre-initialise the error kinds of projects active now, so that a first error shows
         as an increase; older projects keep only the kinds they ever had (bounded)."""
         name = "agentwatch_api_errors"
-        projects = {row[0] for row in ledger.sessions.values()}
+        projects = {ledger.fold.show("project", row[0]) for row in ledger.sessions.values()}
         wanted: set[tuple[str, ...]] = {
             (project, kind)
             for project in projects
             for kind in ERROR_KINDS
-            if (name, (project, kind)) not in ledger.counters
+            if (name, (project, kind)) not in self.values
         }
         if wanted == self.zero_errors:
             return
         for labels in self.zero_errors - wanted:
-            if (name, labels) not in ledger.counters:
+            if (name, labels) not in self.values:
                 del self.lines[name][labels]
         for labels in wanted:
             self._set(name, labels, 0.0)
@@ -130,10 +145,11 @@ def families(
 
     read_errors = CounterMetricFamily(
         "agentwatch_ledger_read_errors",
-        "Transcripts that vanished or could not be read, since the sentinel started.",
+        "Transcripts that vanished, could not be read, or were skipped (not a regular file, "
+        "a symlink), since the sentinel started.",
         labels=["reason"],
     )
-    for reason in ("vanished", "unreadable"):
+    for reason in ("vanished", "unreadable", "not_regular", "symlink"):
         read_errors.add_metric([reason], ledger.read_errors.get(reason, 0))
     yield read_errors
     existing = sum(1 for root in ledger.roots if root.is_dir())
@@ -145,6 +161,9 @@ def families(
         ("agentwatch_ledger_roots", "Transcript roots that exist.", existing),
         ("agentwatch_ledger_roots_missing", "Transcript roots that do not exist (yet).",
          len(ledger.roots) - existing),
+        ("agentwatch_ledger_unreadable_dirs",
+         "Folders under the transcript roots that could not be listed at the last scan.",
+         len(ledger.unreadable_dirs)),
         ("agentwatch_ledger_roots_polled",
          "Transcript roots followed by polling because inotify is not available for them.",
          roots_polled),
@@ -173,10 +192,38 @@ def _session_families(ledger: Ledger) -> Iterator[Metric]:
         "Transcript time of a recent session's newest counted line.",
         labels=["project", "session"],
     )
+    kept = ledger.session_fold.kept
+    fold = ledger.fold
+    other = list(ledger.session_fold.retired)
+    other_first, other_last, folded = math.inf, -math.inf, 0
     for session, (project, first_ts, last_ts, *values) in sorted(ledger.sessions.items()):
+        if session not in kept:
+            folded += 1
+            for index, amount in enumerate(values[:5]):
+                other[index] += amount
+            other_first, other_last = min(other_first, first_ts), max(other_last, last_ts)
+            continue
+        project = fold.show("project", project)
         for kind, value in zip(TOKEN_TYPES, values[:4], strict=True):
             tokens.add_metric([project, session, kind], value)
         cost.add_metric([project, session], values[4])
         first.add_metric([project, session], first_ts)
         last.add_metric([project, session], last_ts)
+    if folded or any(other):  # once shown, "other" stays: a counter must not vanish and return
+        for kind, value in zip(TOKEN_TYPES, other[:4], strict=True):
+            tokens.add_metric([OTHER, OTHER, kind], value)
+        cost.add_metric([OTHER, OTHER], other[4])
+    if folded:
+        first.add_metric([OTHER, OTHER], other_first)
+        last.add_metric([OTHER, OTHER], other_last)
     yield from (tokens, cost, first, last)
+    series = GaugeMetricFamily(
+        "agentwatch_ledger_folded_series",
+        'Distinct label values shown as "other" (past max_projects, max_models, '
+        'max_sessions); their tokens are all in the "other" series.',
+        labels=["label"],
+    )
+    series.add_metric(["project"], fold.folded("project"))
+    series.add_metric(["model"], fold.folded("model"))
+    series.add_metric(["session"], folded)
+    yield series

@@ -4,22 +4,32 @@ worker process during a large backfill while the main process decides and commit
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
 import signal
 from dataclasses import dataclass, field
+from stat import S_ISREG
 
 from agentwatch.core import claude
 from agentwatch.core.process import die_with_parent
+from agentwatch.core.sanitize import label_value
 from agentwatch.sentinels.token_ledger import records
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
-from agentwatch.sentinels.token_ledger.tailer import Position, read_lines, refresh_head, same_file
+from agentwatch.sentinels.token_ledger.tailer import (
+    Position,
+    Skim,
+    read_lines,
+    refresh_head,
+    same_file,
+)
 
 log = logging.getLogger("agentwatch.token-ledger")
 
 SIDECHAIN = 1  # req key of a lone sidechain copy (deduped by message id alone)
 BY_LOCATION = 2  # req key of an entry without message id (keyed by file, offset, content)
+_PROJECT_CACHE = 10_000  # label values remembered per process (bounded: names are open-ended)
 
 # One usage entry, ready to be decided: (msg, req, project, model, timestamp, input, output,
 # cache_read, cache_creation, cost, priced, has_speed, error_kind, reset_at, total)
@@ -50,7 +60,9 @@ class Chunk:
     copies: dict[str, int] = field(default_factory=dict)  # dropped duplicates, by kind
     first_ts: float | None = None  # activity span of the accepted lines
     last_ts: float | None = None
-    error: str | None = None  # "vanished" or "unreadable"
+    error: str | None = None  # "vanished", "unreadable", "symlink" or "not_regular"
+    skim: Skim | None = None  # how far a long partial line at the end was scanned
+    progress: int = 0  # new bytes consumed or scanned: 0 when there is nothing to do now
 
 
 class ChunkReader:
@@ -59,23 +71,33 @@ class ChunkReader:
     def __init__(self, prices: PriceBook):
         self.prices = prices
         self._projects: dict[tuple[str | None, str], str] = {}
+        self._models: dict[str, str] = {}
 
-    def read(self, key: str, slug: str, known: Position | None, budget: int) -> Chunk:
+    def read(
+        self, key: str, slug: str, known: Position | None, budget: int, skim: Skim | None = None
+    ) -> Chunk:
+        # Not through a symlink swapped in for the file (discovery does not follow them
+        # either), and never blocking on a FIFO: the open cannot wait for a writer, and
+        # anything but a regular file is refused before a byte is read.
+        flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
         try:
-            fd = os.open(key, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(key, flags)
         except FileNotFoundError:
             return Chunk(key, known or Position(), error="vanished")
-        except OSError:
-            return Chunk(key, known or Position(), error="unreadable")
+        except OSError as err:
+            reason = "symlink" if err.errno == errno.ELOOP else "unreadable"
+            return Chunk(key, known or Position(), error=reason)
         try:
-            return self._read_open(fd, key, slug, known, budget)
+            if not S_ISREG(os.fstat(fd).st_mode):
+                return Chunk(key, known or Position(), error="not_regular")
+            return self._read_open(fd, key, slug, known, budget, skim)
         except OSError:
             return Chunk(key, known or Position(), error="unreadable")
         finally:
             os.close(fd)
 
     def _read_open(
-        self, fd: int, key: str, slug: str, known: Position | None, budget: int
+        self, fd: int, key: str, slug: str, known: Position | None, budget: int, skim: Skim | None
     ) -> Chunk:
         stat = os.fstat(fd)
         if known is not None and same_file(fd, stat, known):
@@ -88,7 +110,13 @@ class ChunkReader:
         if stat.st_size == position.offset:
             return chunk
         start = position.offset
-        result = read_lines(fd, start, budget, tail_is_complete=records.is_whole_object)
+        if reset or skim is None or skim.scanned > stat.st_size:
+            skim = None  # a replaced or truncated file: its old scan means nothing
+        result = read_lines(
+            fd, start, budget, tail_is_complete=records.is_whole_object, resume=skim,
+            resumable=True,
+        )  # fmt: skip
+        chunk.skim, chunk.progress = result.skim, result.progress
         position.offset = result.end
         refresh_head(fd, stat, position)
         chunk.lines, chunk.oversize = result.lines, result.oversize
@@ -126,15 +154,26 @@ class ChunkReader:
                 req = key_hash(f"t\0{round(entry.timestamp * 1000)}") | 3
             else:
                 req = key_hash("r\0" + entry.req_id) | 3  # low bits set: never a reserved key
+        # Label values come from text anyone can write (cwd, folder names, model): made safe
+        # here, where they are produced, so the database and every exposition hold safe text.
         project = self._projects.get((entry.cwd, slug))
         if project is None:
-            project = self._projects[(entry.cwd, slug)] = claude.project_name(entry.cwd, slug)
+            project = label_value(claude.project_name(entry.cwd, slug))
+            if len(self._projects) >= _PROJECT_CACHE:
+                self._projects.clear()
+            self._projects[(entry.cwd, slug)] = project
+        model = self._models.get(entry.model)
+        if model is None:
+            model = label_value(entry.model)
+            if len(self._models) >= _PROJECT_CACHE:
+                self._models.clear()
+            self._models[entry.model] = model
         cost, priced = self._cost(entry)
         kind = reset_at = None
         if entry.api_error:
             kind, reset_at = records.classify_error(entry.error_text)
         return (
-            msg, req, project, entry.model, entry.timestamp, entry.input, entry.output,
+            msg, req, project, model, entry.timestamp, entry.input, entry.output,
             entry.cache_read, entry.cache_creation, cost, priced, entry.has_speed, kind,
             reset_at, entry.total,
         )  # fmt: skip
@@ -194,7 +233,8 @@ def init_worker(pricing_file: object, overrides: dict[str, dict[str, float]], pa
     _worker_reader = ChunkReader(PriceBook.load(pricing_file, overrides))  # type: ignore[arg-type]
 
 
-def read_in_worker(jobs: list[tuple[str, str, Position | None, int]]) -> list[Chunk]:
-    """Read several (key, slug, position, budget) jobs: one round trip for many small files."""
+def read_in_worker(jobs: list[tuple[str, str, Position | None, int, Skim | None]]) -> list[Chunk]:
+    """Read several (key, slug, position, budget, skim) jobs: one round trip for many small
+    files."""
     assert _worker_reader is not None, "init_worker was not run"
     return [_worker_reader.read(*job) for job in jobs]

@@ -13,7 +13,11 @@ from typing import Any
 
 import orjson
 
-U64 = 1 << 64
+# The largest token count one field may hold. The reference reader takes any u64 (and
+# saturates its sums), but a counter is a float64, exact only up to 2**53, and SQLite's
+# integers stop at 2**63 - 1: a line past this bound is rejected as `bad_token_count` instead
+# of poisoning every total (no real response comes near it: context windows hold ~10**6).
+MAX_TOKENS = 1 << 53
 SYNTHETIC = "<synthetic>"
 
 # Keys whose JSON null anywhere in a line makes the reference reader drop the line. Checked on
@@ -101,7 +105,8 @@ class Rejected(Exception):
 
 
 def _u64(value: object) -> int:
-    if type(value) is not int or not 0 <= value < U64:
+    """A token count: an integer from 0 to MAX_TOKENS (bools, floats and strings are not)."""
+    if type(value) is not int or not 0 <= value <= MAX_TOKENS:
         raise Rejected("bad_token_count")
     return value
 

@@ -42,6 +42,10 @@ CREATE TABLE IF NOT EXISTS labelsets (
 CREATE TABLE IF NOT EXISTS counters (
     name TEXT NOT NULL, labels TEXT NOT NULL, value REAL NOT NULL, PRIMARY KEY (name, labels)
 ) WITHOUT ROWID;
+-- Project and model names shown as themselves (fold.py), in the order they got their slot.
+CREATE TABLE IF NOT EXISTS kept (
+    dimension TEXT NOT NULL, name TEXT NOT NULL, UNIQUE (dimension, name)
+);
 CREATE TABLE IF NOT EXISTS sessions (
     session TEXT PRIMARY KEY, project TEXT NOT NULL, first_ts REAL,
     last_ts REAL, t_in INTEGER NOT NULL DEFAULT 0, t_out INTEGER NOT NULL DEFAULT 0,
@@ -73,6 +77,20 @@ class ResponseRow:
         )  # fmt: skip
 
 
+def _stored_path(path: str) -> str | bytes:
+    """A file name that is not UTF-8 (os.fsdecode's surrogates) is stored as its bytes:
+    SQLite text must be UTF-8, and one such name must not stop every commit."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+    return path
+
+
+def _path_of(stored: str | bytes) -> str:
+    return stored if isinstance(stored, str) else os.fsdecode(stored)
+
+
 CounterKey = tuple[str, tuple[str, ...]]  # (metric name, label values in declared order)
 
 
@@ -96,6 +114,17 @@ class Store:
                 f"{path} is in use by another token-ledger process; stop it or use another "
                 "--state-dir"
             ) from None
+        try:
+            self._open()
+        except BaseException:  # e.g. a full disk: the next try must find the lock free
+            with contextlib.suppress(Exception):
+                self.db.close()
+            os.close(self._lock)
+            self._lock = -1
+            raise
+
+    def _open(self) -> None:
+        path = self.path
         self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
@@ -126,7 +155,7 @@ class Store:
     def positions(self) -> dict[str, Position]:
         rows = self.db.execute("SELECT path, dev, ino, offset, head_len, head, tail FROM files")
         return {
-            path: Position(dev, ino, offset, head_len, head or b"", tail or b"")
+            _path_of(path): Position(dev, ino, offset, head_len, head or b"", tail or b"")
             for path, dev, ino, offset, head_len, head, tail in rows
         }
 
@@ -154,6 +183,23 @@ class Store:
             for row in self.db.execute(f"SELECT * FROM responses WHERE msg IN ({marks})", part):
                 found.setdefault(row[0], []).append(ResponseRow(*row))
         return found
+
+    def kept(self) -> dict[str, list[str]] | None:
+        """Names with series of their own per dimension; None before the fold existed."""
+        if self.db.execute("SELECT 1 FROM meta WHERE key='fold'").fetchone() is None:
+            return None
+        kept: dict[str, list[str]] = {}
+        for dimension, name in self.db.execute("SELECT dimension, name FROM kept ORDER BY rowid"):
+            kept.setdefault(dimension, []).append(name)
+        return kept
+
+    def save_kept(self, kept: dict[str, list[str]]) -> None:
+        """Within the open transaction (or alone): names that got a slot."""
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('fold', '1')")
+        self.db.executemany(
+            "INSERT OR IGNORE INTO kept VALUES (?, ?)",
+            ((dim, name) for dim, names in kept.items() for name in names),
+        )
 
     def gauges(self) -> dict[str, float]:
         rows = self.db.execute("SELECT key, value FROM meta WHERE key LIKE 'gauge:%'")
@@ -200,7 +246,7 @@ class Store:
     def save_position(self, path: str, pos: Position) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (path, pos.dev, pos.ino, pos.offset, pos.head_len, pos.head, pos.tail),
+            (_stored_path(path), pos.dev, pos.ino, pos.offset, pos.head_len, pos.head, pos.tail),
         )
 
     def save_responses(self, rows: Iterable[ResponseRow]) -> None:
@@ -235,5 +281,10 @@ class Store:
             " t_in = t_in + excluded.t_in, t_out = t_out + excluded.t_out,"
             " t_cr = t_cr + excluded.t_cr, t_cc = t_cc + excluded.t_cc,"
             " cost = cost + excluded.cost",
-            ((session, *values) for session, values in deltas.items()),
+            # Sums as floats: many lines each under the per-field bound can pass SQLite's
+            # int64 (an OverflowError at COMMIT, forever); a REAL only loses precision.
+            (
+                (session, project, first_ts, last_ts, *map(float, sums))
+                for session, (project, first_ts, last_ts, *sums) in deltas.items()
+            ),
         )

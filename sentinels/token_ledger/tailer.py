@@ -37,11 +37,24 @@ class Position:
 
 
 @dataclass
+class Skim:
+    """How far a long partial line has been scanned, so that the next read goes on from
+    there instead of scanning it again from its start (a 10 GB line without a newline)."""
+
+    line_start: int
+    scanned: int  # offset up to which the line holds no newline
+    candidate: bool  # the marker was seen in it
+    tail: bytes  # its last bytes, for a marker split across reads
+
+
+@dataclass
 class ReadResult:
     candidates: list[tuple[int, bytes]]  # (offset of line start, raw line without newline)
     lines: int  # complete lines consumed
     end: int  # offset after the last complete line
     oversize: int = 0  # complete lines longer than max_line, skipped unread
+    skim: Skim | None = None  # where a long partial line's scan stopped (resumable reads)
+    progress: int = 0  # new bytes consumed or scanned (0: nothing more to do for now)
 
 
 def same_file(fd: int, stat: os.stat_result, pos: Position) -> bool:
@@ -76,6 +89,8 @@ def read_lines(
     limit: int,
     max_line: int = MAX_LINE,
     tail_is_complete: Callable[[bytes], bool] | None = None,
+    resume: Skim | None = None,
+    resumable: bool = False,
 ) -> ReadResult:
     """Read complete lines from `start`; stop after about `limit` bytes at a line boundary.
 
@@ -84,6 +99,9 @@ def read_lines(
     Memory stays near CHUNK however long a line is: a partial line longer than LONG_LINE is
     skimmed, remembering only whether it holds the marker; a candidate is then read whole
     once it is complete, unless it is longer than `max_line` (counted as oversize).
+    When `resumable`, a long partial line is scanned for about `limit` bytes only, and where
+    the scan stopped is returned (`skim`) to be passed back as `resume`: a huge line is read
+    in bounded slices, each byte once.
     """
     if start > 0 and os.pread(fd, 1, start - 1) != b"\n" and os.pread(fd, 1, start) == b"\n":
         start += 1  # the newline owed by a whole last line taken earlier: not a new line
@@ -94,7 +112,10 @@ def read_lines(
     buf = b""  # the partial line, unless skimming
     skimming = candidate = False
     tail = b""  # while skimming: the last bytes seen, so a marker split across reads is found
-    while position - start < limit or result.end == start:
+    if resume is not None and resume.line_start == start and resume.scanned > start:
+        position, skimming, candidate, tail = resume.scanned, True, resume.candidate, resume.tail
+    read_from = position
+    while position - read_from < limit or (result.end == start and not (resumable and skimming)):
         data = os.pread(fd, CHUNK, position)
         if not data:
             if buf and MARKER in buf and tail_is_complete and tail_is_complete(buf):
@@ -132,6 +153,11 @@ def read_lines(
             buf = block
         if len(buf) > LONG_LINE:
             skimming, candidate, tail, buf = True, MARKER in buf, buf[-keep:], b""
+    if skimming:
+        result.skim = Skim(line_start, position, candidate, tail)
+        result.progress = position - read_from
+    else:
+        result.progress = result.end - start
     return result
 
 

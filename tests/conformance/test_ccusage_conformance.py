@@ -387,9 +387,12 @@ def _deliberate_cases() -> Iterator[tuple[str, Deliberate]]:
         {"input": 2, "output": 0, "cache_read": 0, "cache_creation": 0}, 1.5,
     )  # fmt: skip
     yield (
-        "tokens_above_2_53_lose_precision",
+        "tokens_above_2_53_reject_the_line",
         Deliberate(
-            [corpus.assistant("m", "r", model="foo", input_tokens=2**53 + 1)],
+            [
+                corpus.assistant("m", "r", model="foo", input_tokens=2**53 + 1),
+                corpus.assistant("m2", "r2", model="foo", input_tokens=2**53),
+            ],
             {"input": 2**53, "output": 0, "cache_read": 0, "cache_creation": 0},
             0.0,
         ),
