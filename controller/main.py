@@ -70,6 +70,7 @@ class Controller:
         state_file: Path,
         adapter: adapters.Adapter | None,
         env: Mapping[str, str],
+        spool_dir: Path | None = None,
     ):
         section = config["controller"]
         self.settings = settings
@@ -80,7 +81,7 @@ class Controller:
         self.memory = state.load(state_file, settings)
         self.driver = adapters.Driver(adapter, self.memory) if adapter else None
         roots = claude.projects_roots(configured=config.claude_config_dirs)
-        self.nudger = Nudger(section["nudge"], roots, self.memory)
+        self.nudger = Nudger(section["nudge"], roots, self.memory, spool_dir=spool_dir)
         self.board = server.Board()
         self.view = metrics.View(
             memory=self.memory,
@@ -210,7 +211,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
     spool_dir = getattr(args, "spool_dir", None) or config.spool_dir
     paths.ensure_dir(spool_dir, mode=0o755)
     paths.ensure_dir(state_file.parent)
-    controller = Controller(config, settings, urls, state_file, adapter, os.environ)
+    controller = Controller(config, settings, urls, state_file, adapter, os.environ, spool_dir)
     interval = float(section["interval"])
     loop = Loop(NAME, interval, spool_dir)
     once = bool(getattr(args, "once", False))

@@ -13,6 +13,11 @@ did not grow, the nudge is escalated: `agentwatch_controller_nudges_total{result
 and one warning line. Nudges to the same pane are spaced by `backoff`, doubled after every
 escalation; after `max_attempts` escalations in a row the pane is left to humans (skipped) until
 its transcript grows again. No pane text is ever read.
+
+Never into a working session: an alert lags the pane by its `for:` and a scrape or two, so
+right before sending, the pane's current state is read from the idle-error sentinel's own spool
+file. A pane it sees `working` or `idle` again gets no message (the alert will resolve); a
+pane it does not know (no fresh file) is nudged as the alert says.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +33,7 @@ from typing import Any
 
 from agentwatch.controller.policy import NudgeTarget
 from agentwatch.controller.state import Memory
-from agentwatch.core import claude
+from agentwatch.core import bounded, claude, spool
 from agentwatch.core.log import FailureGate
 
 log = logging.getLogger("agentwatch.controller")
@@ -36,6 +42,9 @@ RESULTS = ("sent", "grew", "escalated", "skipped")
 TMUX_TIMEOUT = 5.0
 MAX_BACKOFF = 86400.0
 FORGET_AFTER = 86400.0
+PANE_STATES = "idle-error"  # the sentinel whose spool file says what each pane does now
+FRESH_FOR = 60.0  # an older file says nothing about now
+BUSY = ("working", "idle")  # not stalled (any more): a message would land in a live turn
 
 
 class TmuxError(Exception):
@@ -90,6 +99,27 @@ class Tmux:
         self._run("send-keys", "-t", pane, "Enter")
 
 
+def pane_state(spool_dir: Path | None, session: str, pane: str, now: float) -> str | None:
+    """The pane's state as the idle-error sentinel last wrote it, or None when unknown."""
+    if spool_dir is None:
+        return None
+    path = spool.spool_path(spool_dir, PANE_STATES)
+    try:
+        if now - path.stat().st_mtime > FRESH_FOR:
+            return None
+        families = spool.parse_text(bounded.read_text(path, bounded.SPOOL_LIMIT))
+    except (OSError, UnicodeDecodeError, spool.SpoolParseError):
+        return None
+    wanted = {"pane": pane, "tmux_session": session}
+    for family in families:
+        for sample in family.samples:
+            labels = sample.labels
+            ours = all(labels.get(key) == value for key, value in wanted.items())
+            if sample.name == "agentwatch_pane_state" and sample.value == 1 and ours:
+                return labels.get("state")
+    return None
+
+
 def transcript_bytes(folders: Iterable[Path]) -> int:
     """Total size of the `*.jsonl` files under the folders (symlinks not followed)."""
     total = 0
@@ -121,6 +151,7 @@ class Nudger:
         projects_roots: list[Path],
         memory: Memory,
         tmux: Tmux | None = None,
+        spool_dir: Path | None = None,
     ):
         self.enabled = bool(settings["enabled"])
         self.allow = set(settings["allow_sessions"])
@@ -132,6 +163,7 @@ class Nudger:
         self.roots = projects_roots
         self.memory = memory
         self.tmux = tmux or Tmux(settings.get("tmux_socket"))
+        self.spool_dir = spool_dir
         self.gate = FailureGate(log, "nudge through tmux")
 
     @property
@@ -196,6 +228,12 @@ class Nudger:
         info = self.tmux.pane(target.pane)
         if info is None or info.session != target.tmux_session:
             return self._skip(record, "the pane no longer belongs to that session", target)
+        now_state = pane_state(self.spool_dir, target.tmux_session, target.pane, time.time())
+        if now_state in BUSY:
+            log.debug(
+                "nudge of %s %s held: the pane is %s", target.tmux_session, target.pane, now_state
+            )
+            return  # the stall is over; the alert resolves by itself
         size = transcript_bytes(self._folders(info.path))
         try:
             self.tmux.send(target.pane, self.message)
