@@ -210,7 +210,8 @@ class _Intake(threading.Thread):
                 self.server.stats.drop("tls_handshake")
                 self.server.close_connection(sock)
                 continue
-            item = _Pending(sock, address, time.monotonic() + HEADER_DEADLINE, handshaking)
+            deadline = time.monotonic() + self.server.header_deadline
+            item = _Pending(sock, address, deadline, handshaking)
             self._pending[sock.fileno()] = item
             self.selector.register(sock, selectors.EVENT_READ, item)
             self._advance(item)  # the head may be there already
@@ -264,7 +265,7 @@ class _Intake(threading.Thread):
             self.server.stats.drop("header_timeout")
             self.server.quiet.event(
                 "header_timeout", "a client did not send its request within %.0f s; dropped "
-                "(agentwatch_exporter_connections_dropped_total)", HEADER_DEADLINE,
+                "(agentwatch_exporter_connections_dropped_total)", self.server.header_deadline,
             )  # fmt: skip
             self._close(item)
 
@@ -301,8 +302,10 @@ class Server(HTTPServer):
         stats: ConnectionStats | None = None,
         workers: int = WORKERS,
         max_connections: int = MAX_CONNECTIONS,
+        header_deadline: float = HEADER_DEADLINE,
     ):
         self.tls_context = context
+        self.header_deadline = header_deadline
         self.stats = stats if stats is not None else ConnectionStats()
         self.quiet = QuietLog(log)
         self.max_connections = max_connections

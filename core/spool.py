@@ -126,7 +126,7 @@ class SpoolParseError(ValueError):
 
 # Sample names each family type may carry, by suffix; anything else would render as an
 # exposition promtool rejects (a `# TYPE t counter` with a sample `t` of another family).
-_SAMPLE_SUFFIXES = {"counter": ("_total", "_created"), "gauge": ("",), "untyped": ("",)}
+_SAMPLE_SUFFIXES = {"counter": ("_total", "_created"), "gauge": ("",), "unknown": ("",)}
 _HEADER_SUFFIX = {"counter": "_total"}
 # Why a file is left out (the `reason` label of the exporter's rejection counter).
 REASONS = ("not_regular", "too_large", "unreadable", "bad_utf8", "malformed", "bad_family",
@@ -187,6 +187,25 @@ def _bad_line(text: str) -> int | None:
     return None
 
 
+def _fold_counter_samples(parsed: list[Metric]) -> list[Metric]:
+    """`# TYPE t counter` then `t_total 1` is valid text, but prometheus_client's parser
+    yields an empty counter `t` and an untyped `t_total` (which renders as a second TYPE
+    line for `t_total`); put such samples back into their counter."""
+    folded: list[Metric] = []
+    for family in parsed:
+        previous = folded[-1] if folded else None
+        if (
+            previous is not None
+            and previous.type == "counter"
+            and family.type == "unknown"
+            and family.name in (previous.name + "_total", previous.name + "_created")
+        ):
+            previous.samples.extend(family.samples)
+            continue
+        folded.append(family)
+    return folded
+
+
 def parse_text(text: str) -> list[Metric]:
     """Parse exposition text as the textfile collector does: no timestamps, no duplicates,
     and only families that render back into an exposition promtool accepts."""
@@ -199,7 +218,7 @@ def parse_text(text: str) -> list[Metric]:
         line = _bad_line(text)
         where = f"line {line}: " if line is not None else ""
         raise SpoolParseError("malformed", f"{where}not valid exposition text") from err
-    for family in parsed:
+    for family in _fold_counter_samples(parsed):
         _check_family(family)
         key = (family.name, family.type)
         for name in {family.name, *exposed_names(family)[1]}:

@@ -71,6 +71,7 @@ def _is_self_metric(name: str) -> bool:
 
 MERGE_REASONS = ("reserved", "clash")
 REJECT_REASONS = (*REASONS, *MERGE_REASONS)
+NO_HELP = "(the spool file gives no help text)"
 BODY_BUCKET = 1.0  # seconds a rendered /metrics body is served while the spool is unchanged
 
 
@@ -178,7 +179,8 @@ class SpoolCollector:
         for family in spool_file.families:
             other = merged.get(family.name)
             if other is None:
-                copy = Metric(family.name, family.documentation, family.type, family.unit)
+                documentation = family.documentation or NO_HELP  # promtool lints a bare HELP
+                copy = Metric(family.name, documentation, family.type, family.unit)
                 copy.samples = list(family.samples)
                 merged[family.name] = copy
             else:
