@@ -284,7 +284,7 @@ class _Fixed:
 
 def _encode(families: list[Metric], openmetrics: bool) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Fixed(families))  # type: ignore[arg-type]
+    registry.register(_Fixed(families))
     if openmetrics:
         return openmetrics_latest(registry)
     return generate_latest(registry)
