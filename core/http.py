@@ -34,7 +34,7 @@ REQUEST_TIMEOUT = 10.0  # each read or write once a worker has the request
 MAX_HEAD_BYTES = 32 * 1024  # a request line and headers; Prometheus sends a few hundred
 WORKERS = 8  # threads answering complete requests
 MAX_CONNECTIONS = 512  # open at once (reading a head, queued or answered); below RLIMIT_NOFILE
-BACKLOG = 128  # the kernel's queue of connections not accepted yet
+BACKLOG = 1024  # the kernel's queue of connections not accepted yet (capped by somaxconn)
 EPISODE_GAP = 60.0  # a fault class is logged again only after this long without one
 REALM = "agentwatch"
 
@@ -158,6 +158,7 @@ class _Intake(threading.Thread):
         self._wake_read.setblocking(False)
         self._wake_write.setblocking(False)
         self.selector.register(self._wake_read, selectors.EVENT_READ)
+        self.selector.register(server.socket, selectors.EVENT_READ)
         self._incoming: deque[tuple[socket.socket, Any]] = deque()
         self._pending: dict[int, _Pending] = {}
         self._stopping = False
@@ -185,6 +186,8 @@ class _Intake(threading.Thread):
                     if key.fileobj is self._wake_read:
                         with contextlib.suppress(OSError):
                             self._wake_read.recv(4096)
+                    elif key.fileobj is self.server.socket:
+                        self._accept()
                     else:
                         self._advance(key.data)
                 self._take_incoming()
@@ -195,6 +198,17 @@ class _Intake(threading.Thread):
             self.selector.close()
             self._wake_read.close()
             self._wake_write.close()
+
+    def _accept(self) -> None:
+        for _ in range(64):  # a burst, then the heads already in flight get their turn
+            try:
+                sock, address = self.server.socket.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as err:  # EMFILE and the like: the backlog keeps them
+                self.server.quiet.event("accept", "cannot accept connections: %s", err)
+                return
+            self.server.process_request(sock, address)
 
     def _take_incoming(self) -> None:
         while self._incoming:
@@ -286,8 +300,9 @@ DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, ss
 class Server(HTTPServer):
     """An HTTP server with a fixed number of threads, whatever the clients do.
 
-    One intake thread reads every request head (and does the TLS handshake) without
-    blocking, under a total deadline; `workers` threads answer complete requests; at most
+    One intake thread accepts connections and reads every request head (and does the TLS
+    handshake) without blocking, under a total deadline; `workers` threads answer complete
+    requests; at most
     `max_connections` are open at once (more are closed, counted as `overloaded`) and the
     kernel's listen backlog holds the ones not accepted yet. So slow or silent clients
     cannot exhaust a unit's TasksMax or hold up a scrape. IPv4 or IPv6 by the host given."""
@@ -315,6 +330,12 @@ class Server(HTTPServer):
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         super().__init__(address, handler)
+        self.socket.setblocking(False)  # accepted in the intake's loop
+        self._stop = threading.Event()
+        self._stopped = threading.Event()
+        self._stopped.set()
+        self._answered = threading.Condition()
+        self._answered_count = 0
         self._intake = _Intake(self)
         self._workers = [
             threading.Thread(target=self._work, name=f"http-worker-{n}", daemon=True)
@@ -334,6 +355,27 @@ class Server(HTTPServer):
         TCPServer.server_bind(self)
         host, port = self.server_address[:2]
         self.server_name, self.server_port = str(host), int(port)
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        """Serve until `shutdown()`: the intake accepts and the workers answer, so this loop
+        only runs `service_actions()` (the watchdog ping) every `poll_interval`."""
+        self._stopped.clear()
+        self._stop.clear()
+        try:
+            while not self._stop.wait(poll_interval):
+                self.service_actions()
+        finally:
+            self._stopped.set()
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        self._stopped.wait()
+
+    def handle_request(self) -> None:
+        """Wait until one more request has been answered (the intake accepts on its own)."""
+        with self._answered:
+            target = self._answered_count + 1
+            self._answered.wait_for(lambda: self._answered_count >= target, self.timeout)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         with self._open_lock:
@@ -387,9 +429,14 @@ class Server(HTTPServer):
                 )  # fmt: skip
             finally:
                 self.close_connection(sock)
+                with self._answered:
+                    self._answered_count += 1
+                    self._answered.notify_all()
 
     def server_close(self) -> None:
         self._intake.stop()
+        if self._intake.is_alive() and self._intake is not threading.current_thread():
+            self._intake.join(timeout=5)
         for _ in self._workers:
             self.jobs.put(None)
         super().server_close()
@@ -443,4 +490,5 @@ class Handler(BaseHTTPRequestHandler):
         return False
 
     def log_message(self, format: str, *args: object) -> None:
-        self.logger.debug("%s %s", self.address_string(), format % args)
+        if self.logger.isEnabledFor(logging.DEBUG):  # every request comes here
+            self.logger.debug("%s %s", self.address_string(), format % args)
