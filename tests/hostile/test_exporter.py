@@ -256,12 +256,12 @@ def test_slow_clients_cannot_exhaust_the_threads(
     slow = []
     try:
         for _ in range(100):
-            sock = socket.create_connection(("127.0.0.1", running.port), timeout=5)
+            sock = socket.create_connection(("127.0.0.1", running.port), timeout=10)
             sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # and never the blank line
             slow.append(sock)
         for sock in slow:
             sock.sendall(b"X-Slow: 1\r\n")
-        status, body = running.get("/metrics", timeout=5)
+        status, body = running.get("/metrics", timeout=10)  # a scrape_timeout
         assert status == 200 and "agentwatch_alpha_things 3.0" in body
         assert psutil.Process(running.process.pid).num_threads() == threads_before < 64
     finally:

@@ -83,6 +83,12 @@ def test_the_bytes_read_per_scrape_are_bounded(tmp_path: Path) -> None:
     listing = reader.read()
     assert [f.sentinel for f in listing.files] == ["a", "b"]
     assert listing.skipped == 1
+    # A file that could never fit is that file's error, not a skip.
+    (tmp_path / "0big.prom").write_text("agentwatch_big 1\n" + "# pad\n" * 400)
+    listing = reader.read()
+    [big] = [f for f in listing.files if f.sentinel == "0big"]
+    assert (big.reason, big.error) == ("too_large", f"larger than the cap of {2 * size} bytes")
+    assert [f.sentinel for f in listing.files if f.error is None] == ["a", "b"]
 
 
 def test_a_file_name_that_is_not_utf8_is_a_safe_label(tmp_path: Path) -> None:
