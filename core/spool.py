@@ -7,18 +7,21 @@ broken file is reported and left out without touching the others.
 
 from __future__ import annotations
 
+import heapq
 import os
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
-from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.parser import _parse_sample, text_string_to_metric_families
 from prometheus_client.utils import floatToGoString
 
+from agentwatch.core import bounded
 from agentwatch.core.files import write_atomic
-from agentwatch.core.sanitize import CONTROL_ESCAPES
+from agentwatch.core.sanitize import CONTROL_ESCAPES, label_value
 
 SUFFIX = ".prom"
 INTERVAL_METRIC = "agentwatch_sentinel_interval_seconds"
@@ -112,7 +115,27 @@ def write(
 
 
 class SpoolParseError(ValueError):
-    pass
+    """A spool file that is not what the exporter can serve. `reason` is a fixed word for
+    the rejection metric; the message names the kind of problem (and a line number where
+    one helps), never a byte of the file's content."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+# Sample names each family type may carry, by suffix; anything else would render as an
+# exposition promtool rejects (a `# TYPE t counter` with a sample `t` of another family).
+_SAMPLE_SUFFIXES = {"counter": ("_total", "_created"), "gauge": ("",), "unknown": ("",)}
+_HEADER_SUFFIX = {"counter": "_total"}
+# Why a file is left out (the `reason` label of the exporter's rejection counter).
+REASONS = ("not_regular", "too_large", "unreadable", "bad_utf8", "malformed", "bad_family",
+           "timestamp", "duplicate")  # fmt: skip
+MAX_FILES = 256  # spool files read per scrape; the rest are counted, not read
+# All spool files read together, per scrape: parsed, a file costs ~13 times its size in
+# memory (a 15 MiB file: 190 MiB RSS), and the shipped unit has MemoryMax=256M. The real spool
+# is well under 2 MiB in all; a single file over this is refused as too large.
+TOTAL_BYTES = 8 * 1024 * 1024
 
 
 @dataclass
@@ -124,6 +147,7 @@ class SpoolFile:
     mtime: float
     families: list[Metric] = field(default_factory=list)
     error: str | None = None
+    reason: str | None = None
 
     @property
     def declared_interval(self) -> float | None:
@@ -134,63 +158,205 @@ class SpoolFile:
         return None
 
 
+def exposed_names(family: Metric) -> tuple[str, set[str]]:
+    """The name a family's HELP/TYPE lines will carry once rendered, and every name it
+    claims in the exposition (that header plus its sample names)."""
+    header = family.name + _HEADER_SUFFIX.get(family.type, "")
+    return header, {header, *(sample.name for sample in family.samples)}
+
+
+def _check_family(family: Metric) -> None:
+    suffixes = _SAMPLE_SUFFIXES.get(family.type)
+    if suffixes is None:
+        raise SpoolParseError("bad_family", f"a family of type {family.type!r} (only counter, "
+                              "gauge and untyped are served)")  # fmt: skip
+    allowed = {family.name + suffix for suffix in suffixes}
+    if any(sample.name not in allowed for sample in family.samples):
+        raise SpoolParseError(
+            "bad_family", "a sample whose name does not match its family's TYPE line"
+        )
+
+
+def _bad_line(text: str) -> int | None:
+    """The number of the first sample line the parser cannot read (error path only)."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            _parse_sample(line)
+        except Exception:  # the parser raises ValueError, TypeError, IndexError...
+            return number
+    return None
+
+
+def _fold_counter_samples(parsed: list[Metric]) -> list[Metric]:
+    """`# TYPE t counter` then `t_total 1` is valid text, but prometheus_client's parser
+    yields an empty counter `t` and an untyped `t_total` (which renders as a second TYPE
+    line for `t_total`); put such samples back into their counter."""
+    folded: list[Metric] = []
+    for family in parsed:
+        previous = folded[-1] if folded else None
+        if (
+            previous is not None
+            and previous.type == "counter"
+            and family.type == "unknown"
+            and family.name in (previous.name + "_total", previous.name + "_created")
+        ):
+            previous.samples.extend(family.samples)
+            continue
+        folded.append(family)
+    return folded
+
+
 def parse_text(text: str) -> list[Metric]:
-    """Parse exposition text as the textfile collector does: no timestamps, no duplicates."""
+    """Parse exposition text as the textfile collector does: no timestamps, no duplicates,
+    and only families that render back into an exposition promtool accepts."""
     families: list[Metric] = []
     seen_series: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    claimed: dict[str, tuple[str, str]] = {}
     try:
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.timestamp is not None:
-                    raise SpoolParseError(f"sample {sample.name} carries a timestamp")
-                series = (sample.name, tuple(sorted(sample.labels.items())))
-                if series in seen_series:
-                    raise SpoolParseError(f"duplicate series {sample.name}")
-                seen_series.add(series)
-            families.append(family)
-    except SpoolParseError:
-        raise
+        parsed = list(text_string_to_metric_families(text))
     except Exception as err:  # the parser raises ValueError, TypeError, IndexError...
-        raise SpoolParseError(f"{type(err).__name__}: {str(err)[:200]}") from err
+        line = _bad_line(text)
+        where = f"line {line}: " if line is not None else ""
+        raise SpoolParseError("malformed", f"{where}not valid exposition text") from err
+    for family in _fold_counter_samples(parsed):
+        _check_family(family)
+        key = (family.name, family.type)
+        for name in {family.name, *exposed_names(family)[1]}:
+            if claimed.setdefault(name, key) != key:
+                raise SpoolParseError(
+                    "bad_family", "two families of the file claim the same metric name"
+                )
+        for sample in family.samples:
+            if sample.timestamp is not None:
+                raise SpoolParseError("timestamp", "a sample carries a timestamp")
+            series = (sample.name, tuple(sorted(sample.labels.items())))
+            if series in seen_series:
+                raise SpoolParseError("duplicate", "a series appears twice")
+            seen_series.add(series)
+        families.append(family)
     return families
+
+
+def decode(data: bytes) -> str:
+    """UTF-8 without newline translation: a `\\r` inside a label value stays a `\\r`."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise SpoolParseError("bad_utf8", f"line {line}: not valid UTF-8") from None
 
 
 def _signature(stat: os.stat_result) -> tuple[int, int, int]:
     return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
 
 
+@dataclass
+class Listing:
+    """What one read of the spool found: the files read (cached or fresh), and how many
+    `*.prom` entries were left unread because of the file count or byte budget."""
+
+    files: list[SpoolFile]
+    skipped: int = 0
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """Changes whenever anything a scrape shows from the spool could change."""
+        return (self.skipped, *((f.sentinel, f.signature) for f in self.files))
+
+
 class SpoolReader:
-    """Reads every `*.prom` in the spool, re-parsing a file only when it changed."""
+    """Reads every `*.prom` in the spool, re-parsing a file only when it changed.
 
-    def __init__(self, spool_dir: Path):
+    Every file goes through core.bounded (regular files only, non-blocking, capped), so a
+    FIFO, a device, a directory or a huge file is that file's error, cached by its (inode,
+    mtime, size) like any other result, and never read again until it changes. At most
+    `max_files` files (the expected sentinels first, then by name) and `total_bytes` are
+    read per scrape, so memory stays bounded whatever sits in the folder."""
+
+    def __init__(
+        self,
+        spool_dir: Path,
+        expected: Iterable[str] = (),
+        max_files: int = MAX_FILES,
+        total_bytes: int = TOTAL_BYTES,
+    ):
         self.spool_dir = spool_dir
+        self.expected = set(expected)
+        self.max_files = max_files
+        self.total_bytes = total_bytes
+        self.limit = min(bounded.SPOOL_LIMIT, total_bytes)  # the most one file may hold
         self._cache: dict[str, SpoolFile] = {}
+        self.rejections: Counter[str] = Counter()  # by reason, once per file version
 
-    def read(self) -> list[SpoolFile]:
+    def _entries(self) -> tuple[list[str], int]:
+        """The names to read (bounded memory however many entries there are), and how many
+        `*.prom` names were left out."""
+        matching = 0
+
+        def names() -> Iterator[str]:
+            nonlocal matching
+            with os.scandir(self.spool_dir) as listing:
+                for entry in listing:
+                    if entry.name.endswith(SUFFIX):
+                        matching += 1
+                        yield entry.name
+
+        def rank(name: str) -> tuple[bool, str]:
+            return (name[: -len(SUFFIX)] not in self.expected, name)
+
         try:
-            entries = sorted(p for p in self.spool_dir.iterdir() if p.name.endswith(SUFFIX))
-        except FileNotFoundError:
-            entries = []
+            chosen = heapq.nsmallest(self.max_files, names(), key=rank)
+        except (FileNotFoundError, NotADirectoryError):
+            return [], 0
+        return sorted(chosen), matching - len(chosen)
+
+    def read(self) -> Listing:
+        names, skipped = self._entries()
         current: dict[str, SpoolFile] = {}
-        for path in entries:
-            sentinel = path.name[: -len(SUFFIX)]
+        budget = self.total_bytes
+        for name in names:
+            sentinel = label_value(name[: -len(SUFFIX)])  # a file name can hold anything
+            path = self.spool_dir / name
             try:
-                stat = path.stat()
-            except FileNotFoundError:
-                continue  # removed between listing and stat
+                stat = path.stat()  # follows a symlink, as the read does
+            except OSError:
+                continue  # removed between listing and stat, or a dangling symlink
             cached = self._cache.get(sentinel)
             if cached is not None and cached.signature == _signature(stat):
-                current[sentinel] = cached
+                loaded = cached
+            elif budget < stat.st_size <= self.limit:  # fits alone, not with the others
+                skipped += 1
                 continue
-            current[sentinel] = self._load(path, sentinel, stat)
+            else:
+                loaded = self._load(path, sentinel, stat, min(budget, self.limit))
+                if loaded.reason is not None:
+                    self.rejections[loaded.reason] += 1
+            if loaded.error is None:
+                budget -= loaded.signature[2]
+            current[sentinel] = loaded
         self._cache = current
-        return list(current.values())
+        return Listing(list(current.values()), skipped)
 
     @staticmethod
-    def _load(path: Path, sentinel: str, stat: os.stat_result) -> SpoolFile:
+    def _load(path: Path, sentinel: str, stat: os.stat_result, limit: int) -> SpoolFile:
         loaded = SpoolFile(sentinel=sentinel, signature=_signature(stat), mtime=stat.st_mtime)
         try:
-            loaded.families = parse_text(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, SpoolParseError) as err:
-            loaded.error = str(err)
+            data = bounded.read_bytes(path, limit)
+            loaded.families = parse_text(decode(data))
+        except bounded.FileRefused as err:
+            loaded.error = _REFUSALS.get(err.reason, "refused").format(limit=limit)
+            loaded.reason = err.reason
+        except SpoolParseError as err:
+            loaded.error, loaded.reason = str(err), err.reason
+        except OSError as err:
+            loaded.error, loaded.reason = f"cannot be read ({err.strerror})", "unreadable"
         return loaded
+
+
+_REFUSALS = {
+    "not_regular": "not a regular file (a FIFO, device, directory or socket)",
+    "too_large": "larger than the cap of {limit} bytes",
+}

@@ -14,10 +14,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from prometheus_client.metrics_core import GaugeMetricFamily, InfoMetricFamily, Metric
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
+from prometheus_client.openmetrics.exposition import generate_latest as openmetrics_latest
 
 from agentwatch.core import __version__
-from agentwatch.core.spool import SpoolFile, SpoolReader
+from agentwatch.core.http import ConnectionStats
+from agentwatch.core.spool import REASONS, SUFFIX, Listing, SpoolFile, SpoolReader, exposed_names
 
 log = logging.getLogger("agentwatch.exporter")
 
@@ -61,8 +69,18 @@ def _is_self_metric(name: str) -> bool:
     return name in SELF_NAMES or name.startswith(SELF_PREFIXES)
 
 
+MERGE_REASONS = ("reserved", "clash")
+REJECT_REASONS = (*REASONS, *MERGE_REASONS)
+NO_HELP = "(the spool file gives no help text)"
+BODY_BUCKET = 1.0  # seconds a rendered /metrics body is served while the spool is unchanged
+
+
 class SpoolCollector:
-    """Merges the spool into one exposition; a custom collector so every scrape is fresh."""
+    """Merges the spool into one exposition; a custom collector so every scrape is fresh.
+
+    `body()` is what /metrics serves: the rendered exposition, cached while the spool's
+    listing (names and signatures) is unchanged, for at most BODY_BUCKET seconds so the
+    staleness and self-metrics move on; 200 scrapers at once cost one render, not 200."""
 
     def __init__(
         self,
@@ -71,25 +89,44 @@ class SpoolCollector:
         stale_after_intervals: float = 3.0,
         default_interval: float = 60.0,
         thresholds: Mapping[str, float] | None = None,
+        connections: ConnectionStats | None = None,
     ):
-        self.reader = SpoolReader(spool_dir)
+        self.reader = SpoolReader(spool_dir, expected=expected)
         self.thresholds = dict(thresholds or {})
         self.expected = list(expected)
         self.stale_after_intervals = stale_after_intervals
         self.default_interval = default_interval
+        self.connections = connections if connections is not None else ConnectionStats()
         self._lock = threading.Lock()
         self._logged_errors: dict[str, str] = {}
+        self._merge_rejected: set[tuple[str, tuple[int, int, int]]] = set()
+        self._logged_skipped = 0
+        self._merge_seconds = 0.0
+        self._body: tuple[tuple[object, ...], str, bytes] | None = None
 
     def snapshot(self, now: float | None = None) -> tuple[list[Metric], list[SentinelHealth]]:
         """Merged families and per-sentinel health, as of now."""
-        now = time.time() if now is None else now
         with self._lock:
-            files = self.reader.read()
+            families, health, _ = self._snapshot(now)
+        return families, health
+
+    def _snapshot(
+        self, now: float | None, listing: Listing | None = None
+    ) -> tuple[list[Metric], list[SentinelHealth], Listing]:
+        started = time.perf_counter()
+        now = time.time() if now is None else now
+        listing = self.reader.read() if listing is None else listing
         merged: dict[str, Metric] = {}
+        claimed: dict[str, tuple[str, str]] = {}
         series: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
         health: dict[str, SentinelHealth] = {}
-        for spool_file in files:
-            error = spool_file.error or self._merge(spool_file, merged, series)
+        for spool_file in listing.files:
+            error, reason = spool_file.error, spool_file.reason
+            if error is None:
+                problem = self._merge(spool_file, merged, claimed, series)
+                if problem is not None:
+                    reason, error = problem
+                    self._count_merge_rejection(spool_file, reason)
             interval = spool_file.declared_interval or self.default_interval
             health[spool_file.sentinel] = SentinelHealth(
                 sentinel=spool_file.sentinel,
@@ -99,64 +136,174 @@ class SpoolCollector:
                 stale=now - spool_file.mtime > self.stale_after_intervals * interval,
                 error=error,
             )
-            self._log_error_change(spool_file.sentinel, error)
+            self._log_error_change(spool_file.sentinel, reason, error)
         for name in self.expected:
             if name not in health:
                 health[name] = SentinelHealth(name, False, None, self.default_interval, True, None)
-        return list(merged.values()), sorted(health.values(), key=lambda h: h.sentinel)
+        for gone in set(self._logged_errors) - set(health):
+            del self._logged_errors[gone]
+        self._log_skipped(listing.skipped)
+        self._merge_seconds = time.perf_counter() - started
+        return list(merged.values()), sorted(health.values(), key=lambda h: h.sentinel), listing
 
     @staticmethod
     def _merge(
         spool_file: SpoolFile,
         merged: dict[str, Metric],
+        claimed: dict[str, tuple[str, str]],
         series: set[tuple[str, tuple[tuple[str, str], ...]]],
-    ) -> str | None:
-        """Add a file's families to `merged` unless they clash; return the clash, if any."""
+    ) -> tuple[str, str] | None:
+        """Add a file's families to `merged` unless they clash; return (reason, message)
+        of the clash, if any. The message names no metric: a rejected file's content is
+        not shown anywhere."""
         new_series = set()
+        new_claims: dict[str, tuple[str, str]] = {}
         for family in spool_file.families:
             if _is_self_metric(family.name):
-                return f"family {family.name} is reserved for the exporter"
+                return "reserved", "writes a family reserved for the exporter"
+            key = (family.name, family.type)
             other = merged.get(family.name)
             if other is not None and other.type != family.type:
-                return f"family {family.name} is a {family.type} here but a {other.type} elsewhere"
+                return "clash", "writes a family another spool file writes with another type"
+            for name in exposed_names(family)[1]:
+                if claimed.get(name, key) != key:
+                    return "clash", "writes a family another spool file writes with another type"
+                new_claims[name] = key
             for sample in family.samples:
-                key = (sample.name, tuple(sorted(sample.labels.items())))
-                if key in series:
-                    return f"series {sample.name} is also written by another file"
-                new_series.add(key)
+                entry = (sample.name, tuple(sorted(sample.labels.items())))
+                if entry in series:
+                    return "clash", "writes a series another spool file also writes"
+                new_series.add(entry)
         series.update(new_series)
+        claimed.update(new_claims)
         for family in spool_file.families:
             other = merged.get(family.name)
             if other is None:
-                copy = Metric(family.name, family.documentation, family.type, family.unit)
+                documentation = family.documentation or NO_HELP  # promtool lints a bare HELP
+                copy = Metric(family.name, documentation, family.type, family.unit)
                 copy.samples = list(family.samples)
                 merged[family.name] = copy
             else:
                 other.samples.extend(family.samples)
         return None
 
-    def _log_error_change(self, sentinel: str, error: str | None) -> None:
+    def _count_merge_rejection(self, spool_file: SpoolFile, reason: str) -> None:
+        version = (spool_file.sentinel, spool_file.signature)
+        if version not in self._merge_rejected:
+            self._merge_rejected.add(version)
+            self.reader.rejections[reason] += 1
+            if len(self._merge_rejected) > 4 * self.reader.max_files:  # bounded memory
+                self._merge_rejected = {version}
+
+    def _log_error_change(self, sentinel: str, reason: str | None, error: str | None) -> None:
+        """One line when a file starts failing (or fails for another reason), one when it is
+        readable again; nothing while it keeps failing the same way."""
         previous = self._logged_errors.get(sentinel)
-        if error and error != previous:
-            log.warning("spool file of %s left out of the scrape: %s", sentinel, error)
-        elif previous and not error:
-            log.info("spool file of %s is readable again", sentinel)
-        if error:
-            self._logged_errors[sentinel] = error
+        if reason and reason != previous:
+            log.warning("spool file %s%s left out of the scrape: %s", sentinel, SUFFIX, error)
+        elif previous and not reason:
+            log.info("spool file %s%s is readable again", sentinel, SUFFIX)
+        if reason:
+            self._logged_errors[sentinel] = reason
         else:
             self._logged_errors.pop(sentinel, None)
 
+    def _log_skipped(self, skipped: int) -> None:
+        if skipped and not self._logged_skipped:
+            log.warning(
+                "%d spool files left unread: over the limit of %d files or %d bytes per scrape "
+                "(agentwatch_exporter_spool_files_skipped)",
+                skipped,
+                self.reader.max_files,
+                self.reader.total_bytes,
+            )
+        elif self._logged_skipped and not skipped:
+            log.info("every spool file is read again")
+        self._logged_skipped = skipped
+
     def collect(self) -> Iterable[Metric]:
-        started = time.perf_counter()
-        families, health = self.snapshot()
-        yield from families
-        yield from self_metrics(health)
-        yield threshold_metrics(self.thresholds)
-        yield GaugeMetricFamily(
-            "agentwatch_exporter_merge_duration_seconds",
-            "Time the exporter took to read and merge the spool for this scrape.",
-            value=time.perf_counter() - started,
+        with self._lock:
+            families, health, listing = self._snapshot(None)
+        return self._families(families, health, listing)
+
+    def _families(
+        self, families: list[Metric], health: list[SentinelHealth], listing: Listing
+    ) -> list[Metric]:
+        return [
+            *families,
+            *self_metrics(health),
+            *self._reader_metrics(listing),
+            *connection_metrics(self.connections),
+            threshold_metrics(self.thresholds),
+            GaugeMetricFamily(
+                "agentwatch_exporter_merge_duration_seconds",
+                "Time the exporter took to read and merge the spool for the body it serves.",
+                value=self._merge_seconds,
+            ),
+        ]
+
+    def body(self, openmetrics: bool = False, now: float | None = None) -> bytes:
+        """The /metrics body, rendered again only when the spool changed or BODY_BUCKET
+        seconds passed (the spool is still listed and stat'ed on every call: cheap)."""
+        now = time.time() if now is None else now
+        kind = "openmetrics" if openmetrics else "text"
+        with self._lock:
+            listing = self.reader.read()
+            key = (listing.key, int(now // BODY_BUCKET))
+            if self._body is not None and self._body[:2] == (key, kind):
+                return self._body[2]
+            families, health, _ = self._snapshot(now, listing)
+            rendered = self._families(families, health, listing)
+            body = _encode(rendered, openmetrics)
+            self._body = (key, kind, body)
+            return body
+
+    def _reader_metrics(self, listing: Listing) -> list[Metric]:
+        rejected = CounterMetricFamily(
+            "agentwatch_exporter_spool_rejections",
+            "Spool file versions left out of the scrape, by reason (each version counted once).",
+            labels=["reason"],
         )
+        for reason in REJECT_REASONS:
+            rejected.add_metric([reason], self.reader.rejections[reason])
+        skipped = GaugeMetricFamily(
+            "agentwatch_exporter_spool_files_skipped",
+            "Spool files not read this scrape: over the file count or byte budget per scrape.",
+            value=listing.skipped,
+        )
+        return [rejected, skipped]
+
+
+class _Fixed:
+    def __init__(self, families: list[Metric]):
+        self._families = families
+
+    def collect(self) -> Iterable[Metric]:
+        return self._families
+
+
+def _encode(families: list[Metric], openmetrics: bool) -> bytes:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Fixed(families))
+    if openmetrics:
+        return openmetrics_latest(registry)
+    return generate_latest(registry)
+
+
+def connection_metrics(stats: ConnectionStats) -> list[Metric]:
+    disconnects = CounterMetricFamily(
+        "agentwatch_exporter_client_disconnects",
+        "Clients that went away before their answer was sent (not an exporter fault).",
+        value=stats.disconnects,
+    )
+    dropped = CounterMetricFamily(
+        "agentwatch_exporter_connections_dropped",
+        "Connections closed without an answer, by reason (slow, oversized or too many).",
+        labels=["reason"],
+    )
+    for reason, count in sorted(stats.dropped.items()):
+        dropped.add_metric([reason], count)
+    return [disconnects, dropped]
 
 
 def self_metrics(health: list[SentinelHealth]) -> Iterable[Metric]:
@@ -167,7 +314,8 @@ def self_metrics(health: list[SentinelHealth]) -> Iterable[Metric]:
     )
     error = GaugeMetricFamily(
         "agentwatch_sentinel_file_error",
-        "1 when the sentinel's spool file failed to parse or clashed with another file.",
+        "1 when the sentinel's spool file was refused, failed to parse or clashed with another "
+        "file (agentwatch_exporter_spool_rejections_total says why).",
         labels=["sentinel"],
     )
     stale = GaugeMetricFamily(

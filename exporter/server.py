@@ -8,7 +8,6 @@ import logging
 import time
 from urllib.parse import urlsplit
 
-from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 from agentwatch.core import __version__
@@ -50,8 +49,6 @@ def _landing_page(health: list[SentinelHealth], now: float) -> bytes:
 
 def make_handler(collector: SpoolCollector, auth: Authenticator | None = None) -> type[Handler]:
     """Routes /metrics, / and /healthz; with basic auth configured every path needs it."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(collector)
 
     class ExporterHandler(Handler):
         server_version = f"agentwatch/{__version__}"
@@ -62,8 +59,9 @@ def make_handler(collector: SpoolCollector, auth: Authenticator | None = None) -
                 return
             route = urlsplit(self.path).path
             if route == "/metrics":
-                encoder, content_type = choose_encoder(self.headers.get("Accept", ""))
-                self.send(200, content_type, encoder(registry))
+                _, content_type = choose_encoder(self.headers.get("Accept", ""))
+                openmetrics = content_type.startswith("application/openmetrics-text")
+                self.send(200, content_type, collector.body(openmetrics))
             elif route == "/":
                 _, health = collector.snapshot()
                 self.send(200, "text/html; charset=utf-8", _landing_page(health, time.time()))
@@ -88,4 +86,5 @@ def serve(collector: SpoolCollector, listen: str, web: WebConfig | None = None) 
 
     `web` (exporter.web_config_file) adds TLS and/or basic auth; None is plain HTTP."""
     auth = Authenticator(web.users) if web is not None and web.users else None
-    return make_server(listen, make_handler(collector, auth), web.context if web else None)
+    handler = make_handler(collector, auth)
+    return make_server(listen, handler, web.context if web else None, collector.connections)
