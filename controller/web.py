@@ -4,8 +4,8 @@ Every remote answer is untrusted: a failure of any kind (refused, timeout, HTTP 
 cut short, a body that is not JSON or nested too deep) becomes one `HttpError` with a short
 reason, so callers handle one type and never crash. `timeout` is the whole exchange's deadline,
 body included: a server that trickles one byte at a time cannot hold a cycle past it (a socket
-timeout alone restarts with every byte). URLs are redacted (no user:password, no query) before
-they reach a log or label.
+timeout alone restarts with every byte; deadline.py cuts a trickled head short). URLs are
+redacted (no user:password, no query) before they reach a log or label.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import requests
 import urllib3.exceptions
+
+from agentwatch.controller import deadline
 
 MAX_BODY = 16 * 2**20  # an answer larger than this is refused, not parsed
 CHUNK = 64 * 1024
@@ -112,28 +114,35 @@ def request_json(
     it within `timeout` seconds."""
     what = f"{method} {redact(url)}"
     end = time.monotonic() + timeout
-    try:
-        response = session.request(method, url, json=body, timeout=timeout, stream=True)
-    except requests.Timeout as err:
-        raise HttpError("timeout", f"{what}: timed out after {timeout:g}s") from err
-    except requests.RequestException as err:
-        raise HttpError("unreachable", f"{what}: {type(err).__name__}") from err
-    try:
-        raw = _read_body(response, end, timeout, what)
-    except HttpError:
-        raise
-    except (
-        requests.RequestException,
-        urllib3.exceptions.HTTPError,
-        http.client.HTTPException,
-        OSError,
-        ValueError,
-    ) as err:  # a body cut short (IncompleteRead), a reset, broken chunking or gzip
-        raise HttpError(
-            "protocol", f"{what}: reading the answer failed ({type(err).__name__})"
-        ) from err
-    finally:
-        response.close()
+    late = HttpError("timeout", f"{what}: the answer took longer than {timeout:g}s")
+    deadline.prepare(session)
+    with deadline.Watch(timeout) as watch:
+        try:
+            response = session.request(method, url, json=body, timeout=timeout, stream=True)
+        except requests.Timeout as err:
+            raise HttpError("timeout", f"{what}: timed out after {timeout:g}s") from err
+        except requests.RequestException as err:
+            if watch.expired:  # the watch cut a trickled head short
+                raise late from err
+            raise HttpError("unreachable", f"{what}: {type(err).__name__}") from err
+        try:
+            raw = _read_body(response, end, timeout, what)
+        except HttpError:
+            raise
+        except (
+            requests.RequestException,
+            urllib3.exceptions.HTTPError,
+            http.client.HTTPException,
+            OSError,
+            ValueError,
+        ) as err:  # a body cut short (IncompleteRead), a reset, broken chunking or gzip
+            if watch.expired:
+                raise late from err
+            raise HttpError(
+                "protocol", f"{what}: reading the answer failed ({type(err).__name__})"
+            ) from err
+        finally:
+            response.close()
     status = response.status_code
     if status in (401, 403):
         raise HttpError("unauthorized", f"{what}: HTTP {status} (check the token)", status)

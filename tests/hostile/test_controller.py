@@ -41,7 +41,8 @@ def answer(body: bytes, length: int | None = None) -> bytes:
 class BadAlertmanager:
     """A loopback HTTP server that answers every request as `mode` says: `json` (the body
     as given), `short` (Content-Length larger than what is sent, then close), `trickle`
-    (a valid head, then one body byte every `trickle_every` seconds)."""
+    (a valid head, then one body byte every `trickle_every` seconds), `trickle_head` (the
+    head itself, one byte every `trickle_every` seconds), `silent` (reads, never answers)."""
 
     def __init__(self) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
@@ -83,6 +84,12 @@ class BadAlertmanager:
                     conn.sendall(answer(b"", length=100_000))
                     while not self.stopped.wait(self.trickle_every):
                         conn.sendall(b" ")
+                elif self.mode == "trickle_head":
+                    conn.sendall(b"HTTP/1.1 200 OK\r\n")
+                    while not self.stopped.wait(self.trickle_every):
+                        conn.sendall(b"X")  # one endless header line
+                elif self.mode == "silent":
+                    self.stopped.wait()
             except OSError:
                 return  # the client gave up: that is the point
 
@@ -191,6 +198,26 @@ def test_a_trickled_body_is_cut_at_the_deadline(
     assert errors(controller) == {"timeout": 1.0}
     [line] = [r.message for r in caplog.records if "failing" in r.message]
     assert "took longer than 1s" in line
+
+
+@pytest.mark.parametrize("mode", ["trickle_head", "silent"])
+def test_a_trickled_or_missing_head_is_cut_at_the_deadline(
+    tmp_path: Path, am: BadAlertmanager, caplog: pytest.LogCaptureFixture, mode: str
+) -> None:
+    am.serve("json", [pause_alert()])
+    controller = make(tmp_path, am.url, timeout=1)
+    controller.cycle(now=1000)
+    am.serve(mode)
+    am.trickle_every = 0.2
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, "agentwatch.controller"):
+        controller.cycle(now=1010)
+    took = time.monotonic() - started
+    assert took < 3, f"a 1 s deadline took {took:.1f}s"
+    assert (public(tmp_path)["mode"], public(tmp_path)["paused"]) == ("holding", True)
+    assert errors(controller) == {"timeout": 1.0}
+    [line] = [r.message for r in caplog.records if "failing" in r.message]
+    assert "took longer than 1s" in line or "timed out after 1s" in line
 
 
 def test_once_against_a_trickling_alertmanager_ends_within_its_deadline(
