@@ -358,7 +358,12 @@ BASE_SCHEMA: dict[str, Any] = {
             "Alertmanager serves several workstations",
         ),
         "interval": Key(15.0, duration, "seconds between read-decide-apply cycles"),
-        "timeout": Key(5.0, duration, "HTTP timeout for Alertmanager and the orchestrator"),
+        "timeout": Key(
+            5.0,
+            duration,
+            "deadline of each whole HTTP exchange with Alertmanager or the orchestrator, body "
+            "included (a slower answer counts as none)",
+        ),
         "listen": Key("127.0.0.1:9848", listen_address, "HOST:PORT of GET /throttle"),
         "web_config_file": _web_config_key(),
         "state_file": Key(
