@@ -20,6 +20,7 @@ import requests
 
 from agentwatch.controller.web import HttpError, join, redact, request_json
 from agentwatch.core.log import FailureGate
+from agentwatch.core.sanitize import label_value
 
 log = logging.getLogger("agentwatch.controller")
 
@@ -55,15 +56,41 @@ class Snapshot:
     alerts: list[Alert] | None
     up: dict[str, bool] = field(default_factory=dict)  # redacted URL -> answered
     malformed: int = 0
+    errors: dict[str, int] = field(default_factory=dict)  # HttpError reason -> peers
 
 
 class MalformedAnswer(ValueError):
     pass
 
 
+class MalformedAlerts(HttpError):
+    """An answer with malformed elements: unusable as a whole, the elements counted."""
+
+    def __init__(self, message: str, malformed: int):
+        super().__init__("invalid", message)
+        self.malformed = malformed
+
+
 def _fingerprint(labels: Mapping[str, str]) -> str:
     text = "\x00".join(f"{key}={labels[key]}" for key in sorted(labels))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+STATES = ("active", "suppressed", "unprocessed")
+
+
+def _string_list(value: Any, what: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise MalformedAnswer(f"{what} is not a list of strings")
+    return value
+
+
+def unnamed(fingerprint: str) -> str:
+    """What an alert without `alertname` is called in reasons and logs: never an empty
+    string, which would read as "no actionable alerts"."""
+    return f"(alert without alertname, fingerprint {fingerprint[:16]})"
 
 
 def parse_alert(item: Any) -> Alert:
@@ -80,18 +107,21 @@ def parse_alert(item: Any) -> Alert:
         status = {}
     if not isinstance(status, Mapping):
         raise MalformedAnswer("alert status is not an object")
-    silenced_by = status.get("silencedBy") or []
-    inhibited_by = status.get("inhibitedBy") or []
-    if not isinstance(silenced_by, list) or not isinstance(inhibited_by, list):
-        raise MalformedAnswer("silencedBy/inhibitedBy are not lists")
+    silenced_by = _string_list(status.get("silencedBy"), "silencedBy")
+    inhibited_by = _string_list(status.get("inhibitedBy"), "inhibitedBy")
     state = status.get("state", "active")
+    if state not in STATES:
+        raise MalformedAnswer("alert state is not active, suppressed or unprocessed")
     suppressed_unexplained = state == "suppressed" and not silenced_by and not inhibited_by
     fingerprint = item.get("fingerprint")
-    if not isinstance(fingerprint, str) or not fingerprint:
+    if fingerprint is not None and not isinstance(fingerprint, str):
+        raise MalformedAnswer("alert fingerprint is not a string")
+    if not fingerprint:
         fingerprint = _fingerprint(labels)
     starts_at = item.get("startsAt")
+    name = labels.get("alertname", "")
     return Alert(
-        name=str(labels.get("alertname", "")),
+        name=label_value(name) if name else unnamed(label_value(fingerprint)),
         labels=dict(labels),
         fingerprint=fingerprint,
         starts_at=starts_at if isinstance(starts_at, str) else "",
@@ -101,7 +131,8 @@ def parse_alert(item: Any) -> Alert:
 
 
 def parse_alerts(payload: Any) -> tuple[list[Alert], int]:
-    """All well-formed alerts of one answer and how many elements were skipped as malformed."""
+    """All well-formed alerts of one answer and how many elements were malformed (the
+    reader refuses an answer with any: what it cannot validate it cannot call "no alerts")."""
     if not isinstance(payload, list):
         raise MalformedAnswer(f"expected a JSON list of alerts, got {type(payload).__name__}")
     alerts: list[Alert] = []
@@ -152,28 +183,35 @@ class AlertReader:
         self.session = session or requests.Session()
         self.gates = {url: FailureGate(log, f"Alertmanager {redact(url)}") for url in self.urls}
 
-    def fetch_one(self, url: str) -> tuple[list[Alert], int]:
+    def fetch_one(self, url: str) -> list[Alert]:
+        """The alerts of one peer; HttpError for any answer that is not fully valid."""
+        where = f"GET {redact(url)}/api/v2/alerts"
         payload = request_json(self.session, "GET", join(url, "/api/v2/alerts"), self.timeout)
         try:
             alerts, malformed = parse_alerts(payload)
         except MalformedAnswer as err:
-            raise HttpError("invalid", f"GET {redact(url)}/api/v2/alerts: {err}") from err
-        mine = [a for a in alerts if all(a.labels.get(k) == v for k, v in self.match.items())]
-        return mine, malformed
+            raise HttpError("invalid", f"{where}: {err}") from err
+        if malformed:
+            count = f"{malformed} of {len(payload)}"
+            raise MalformedAlerts(f"{where}: {count} alerts are malformed", malformed)
+        return [a for a in alerts if all(a.labels.get(k) == v for k, v in self.match.items())]
 
     def read(self) -> Snapshot:
         answers: list[list[Alert]] = []
         snapshot = Snapshot(alerts=None)
         for url in self.urls:
             try:
-                alerts, malformed = self.fetch_one(url)
-            except HttpError as err:
+                alerts = self.fetch_one(url)
+            except Exception as err:  # whatever went wrong, this peer is unusable
+                if not isinstance(err, HttpError):
+                    err = HttpError("invalid", f"GET {redact(url)}: {type(err).__name__}")
                 snapshot.up[redact(url)] = False
+                snapshot.malformed += err.malformed if isinstance(err, MalformedAlerts) else 0
+                snapshot.errors[err.reason] = snapshot.errors.get(err.reason, 0) + 1
                 self.gates[url].failed(err)
                 continue
             self.gates[url].succeeded()
             snapshot.up[redact(url)] = True
-            snapshot.malformed += malformed
             answers.append(alerts)
         if answers:
             snapshot.alerts = merge(answers)

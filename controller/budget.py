@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agentwatch.core.bounded import DATA_LIMIT, FileRefused, read_text
 from agentwatch.core.log import FailureGate
 
 ENV_VAR = "AGENTWATCH_MAX_COST_USD"
@@ -58,11 +59,14 @@ class BudgetResolver:
         if self.run_config_file is None:
             return None
         try:
-            raw: Any = json.loads(self.run_config_file.read_text(encoding="utf-8"))
+            raw: Any = json.loads(read_text(self.run_config_file, DATA_LIMIT))
         except FileNotFoundError:
             self.file_gate.succeeded()
             return None
-        except (OSError, UnicodeDecodeError, ValueError) as err:
+        except FileRefused as err:  # a FIFO, a device or a huge file: never read
+            self.file_gate.failed(f"refused ({err.reason}); ignored")
+            return None
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
             self.file_gate.failed(f"unreadable or not JSON ({type(err).__name__}); ignored")
             return None
         value = raw.get(RUN_CONFIG_KEY) if isinstance(raw, dict) else None

@@ -18,6 +18,7 @@ asks for: `auth=("user", "password")` for basic auth, `ca_file=` to verify its c
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import math
 import os
@@ -28,6 +29,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from agentwatch.core.bounded import STATE_LIMIT, read_text
 
 TIERS = ("opus", "sonnet", "haiku")
 
@@ -129,12 +132,32 @@ class Access:
         return context
 
 
+MAX_ANSWER = 1 << 20
+
+
+def _body(reply: http.client.HTTPResponse, end: float) -> bytes:
+    """At most MAX_ANSWER bytes, given up at the monotonic deadline `end` (a server trickling
+    bytes cannot hold the orchestrator; each wait for a byte is at most the timeout)."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < MAX_ANSWER:
+        if time.monotonic() > end:
+            raise TimeoutError("the decision took longer than the timeout")
+        chunk = reply.read1(MAX_ANSWER - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
 def _load(source: str, timeout: float, access: Access) -> Any:
     if source.startswith(("http://", "https://")):
         request = access.request(source)
+        end = time.monotonic() + timeout
         with urllib.request.urlopen(request, timeout=timeout, context=access.context()) as reply:
-            return json.loads(reply.read(1 << 20))
-    return json.loads(Path(os.path.expanduser(source)).read_text(encoding="utf-8"))
+            return json.loads(_body(reply, end))
+    return json.loads(read_text(Path(os.path.expanduser(source)), STATE_LIMIT))
 
 
 def read(
@@ -154,6 +177,12 @@ def read(
     access = Access(auth, ca_file, client_cert)
     try:
         payload = _load(os.fspath(source), timeout, access)
-    except (OSError, urllib.error.URLError, ValueError, UnicodeDecodeError) as err:
+    except (
+        OSError,
+        urllib.error.URLError,
+        http.client.HTTPException,
+        ValueError,
+        RecursionError,
+    ) as err:
         return default(default_max_agents, f"cannot read the decision: {type(err).__name__}")
     return parse(payload, default_max_agents, max_age, now)

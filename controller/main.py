@@ -79,6 +79,8 @@ class Controller:
         self.reader = AlertReader(urls, float(section["timeout"]), match=section["match_labels"])
         self.budget = BudgetResolver(section["run_config_file"], float(section["budget_usd"]))
         self.memory = state.load(state_file, settings)
+        if self.memory.discarded is not None:
+            self.memory.count("state_discarded", self.memory.discarded)
         self.driver = adapters.Driver(adapter, self.memory) if adapter else None
         roots = claude.projects_roots(configured=config.claude_config_dirs)
         self.nudger = Nudger(section["nudge"], roots, self.memory, spool_dir=spool_dir)
@@ -109,6 +111,8 @@ class Controller:
         snapshot = self.reader.read()
         if snapshot.malformed:
             self.memory.count("malformed_alerts", "", snapshot.malformed)
+        for reason, peers in snapshot.errors.items():
+            self.memory.count("alertmanager_errors", reason, peers)
         if snapshot.alerts is not None:
             self._warn_unusable(policy.collect(snapshot.alerts).unusable)
         previous = self.memory.policy

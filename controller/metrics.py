@@ -25,7 +25,8 @@ from agentwatch.controller.policy import (
     TIERS,
     Settings,
 )
-from agentwatch.controller.state import Memory
+from agentwatch.controller.state import DISCARD_REASONS, Memory
+from agentwatch.controller.web import REASONS
 
 C = "agentwatch_controller_"
 ORC = "agentwatch_orchestrator_"
@@ -146,6 +147,20 @@ def families(view: View) -> Iterator[Metric]:
         {view.adapter: float(view.adapter_failing)} if view.adapter else {},
     )
     yield _counter(view, "nudges", "Nudge outcomes.", "result", RESULTS)
+    yield _counter(
+        view,
+        "alertmanager_errors",
+        "Alertmanager reads that gave no usable answer (counted as no answer), by reason.",
+        "reason",
+        REASONS,
+    )
+    yield _counter(
+        view,
+        "state_discarded",
+        "State files that could not be read or parsed and were set aside for a fresh start.",
+        "reason",
+        DISCARD_REASONS,
+    )
     yield CounterMetricFamily(
         C + "malformed_alerts",
         "Alert list elements skipped because they were not well-formed.",

@@ -13,6 +13,7 @@ from typing import Any
 from agentwatch.controller.adapters import Adapter, AdapterConfigError
 from agentwatch.controller.bernstein import BernsteinAdapter
 from agentwatch.controller.hooks import CommandAdapter, WebhookAdapter
+from agentwatch.core.bounded import SECRET_LIMIT, FileRefused, read_text
 from agentwatch.core.secretfiles import InsecureFileError, require_private
 
 
@@ -31,7 +32,9 @@ def read_token(
         except InsecureFileError as err:
             raise AdapterConfigError(f"orchestrator.token_file: {err}") from None
         try:
-            lines = token_file.read_text(encoding="utf-8").splitlines()
+            lines = read_text(token_file, SECRET_LIMIT).splitlines()
+        except FileRefused as err:  # a FIFO, a device or a huge file: never read
+            raise AdapterConfigError(f"orchestrator.token_file: refusing {err}") from None
         except (OSError, UnicodeDecodeError) as err:
             raise AdapterConfigError(
                 f"orchestrator.token_file: cannot read {token_file} ({type(err).__name__})"

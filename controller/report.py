@@ -7,14 +7,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agentwatch.core.bounded import STATE_LIMIT, read_text
+
 INTERNAL = "internal"
 
 
 def read_decision(path: Path) -> dict[str, Any] | None:
-    """The public decision fields, or None when there is no readable state file."""
+    """The public decision fields, or None when there is no usable state file (a FIFO, a
+    device or a huge file is refused unread; the controller itself sets it aside)."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        raw = json.loads(read_text(path, STATE_LIMIT))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None
     if not isinstance(raw, dict) or "max_agents" not in raw:
         return None

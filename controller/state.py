@@ -4,13 +4,19 @@ One file serves two readers. Orchestrators (and `agentwatch status`, the /thrott
 `agentwatch.controller.client`) read the top-level decision fields. The controller itself reads
 `internal` back on start, so `controller --once` run by a timer continues where the last run
 stopped: policy timers, counters, what the adapter already applied, nudge bookkeeping.
-A missing or unreadable file is a fresh start, never a crash.
+A missing file is a fresh start; one that cannot be read or parsed (replaced by a FIFO, a
+device, a huge file, garbage or JSON nested too deep) is set aside as
+`<name>.unreadable-<timestamp>`, counted, logged once and followed by a fresh start: never a
+crash, a hang or a read without bound.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
+import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +29,7 @@ from agentwatch.controller.policy import (
     State,
     initial,
 )
+from agentwatch.core.bounded import STATE_LIMIT, FileRefused, read_text
 from agentwatch.core.files import write_atomic
 
 log = logging.getLogger("agentwatch.controller")
@@ -38,6 +45,7 @@ class Memory:
     counters: dict[str, dict[str, float]] = field(default_factory=dict)
     adapter: dict[str, Any] = field(default_factory=dict)
     nudge: dict[str, Any] = field(default_factory=dict)
+    discarded: str | None = None  # why the last run's file was set aside (this run only)
 
     def count(self, family: str, label: str, amount: float = 1.0) -> None:
         values = self.counters.setdefault(family, {})
@@ -98,7 +106,11 @@ def _policy_to_json(state: State) -> dict[str, Any]:
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer past 1e308
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _strings(value: Any) -> tuple[str, ...]:
@@ -145,35 +157,77 @@ def _counters_from_json(raw: Any) -> dict[str, dict[str, float]]:
     if isinstance(raw, dict):
         for family, values in raw.items():
             if isinstance(values, dict):
+                numbers = {str(label): _number(value) for label, value in values.items()}
                 counters[str(family)] = {
-                    str(label): float(value)
-                    for label, value in values.items()
-                    if _number(value) is not None and value >= 0
+                    label: value
+                    for label, value in numbers.items()
+                    if value is not None and value >= 0
                 }
     return counters
 
 
-def load(path: Path, settings: Settings) -> Memory:
-    """The memory of the last run, or a fresh one (logged) when the file is absent or bad."""
+DISCARD_REASONS = ("not_regular", "too_large", "unreadable", "invalid")
+
+
+def _set_aside(path: Path) -> str:
+    """Rename the file out of the way (never opened); what became of it, for the log."""
+    if path.is_dir() and not path.is_symlink():
+        return "left in place (a directory)"
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    aside = path.with_name(f"{path.name}.unreadable-{stamp}")
+    for number in range(1, 100):
+        if not os.path.lexists(aside):
+            break
+        aside = path.with_name(f"{path.name}.unreadable-{stamp}-{number}")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        os.rename(path, aside)
+    except OSError as err:
+        return f"could not be set aside ({err.strerror or type(err).__name__})"
+    return f"set aside as {aside.name}"
+
+
+def _read(path: Path) -> Any:
+    """The parsed file; FileRefused/OSError/ValueError/RecursionError when unusable."""
+    return json.loads(read_text(path, STATE_LIMIT))
+
+
+def _discard(path: Path, settings: Settings, reason: str, why: str) -> Memory:
+    log.warning("state file %s unusable (%s): %s; starting fresh", path, why, _set_aside(path))
+    return Memory(policy=initial(settings), discarded=reason)
+
+
+def load(path: Path, settings: Settings) -> Memory:
+    """The memory of the last run, or a fresh one when the file is absent or unusable
+    (logged once; `discarded` says why, for the controller's counter)."""
+    try:
+        raw = _read(path)
     except FileNotFoundError:
         return Memory(policy=initial(settings))
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        log.warning("state file %s unreadable (%s): starting fresh", path, type(err).__name__)
-        return Memory(policy=initial(settings))
+    except FileRefused as err:
+        return _discard(path, settings, err.reason, str(err).removeprefix(f"{path}: "))
+    except OSError as err:
+        return _discard(path, settings, "unreadable", err.strerror or type(err).__name__)
+    except UnicodeDecodeError:
+        return _discard(path, settings, "invalid", "not UTF-8")
+    except ValueError as err:
+        return _discard(path, settings, "invalid", f"not JSON: {type(err).__name__}")
+    except RecursionError:
+        return _discard(path, settings, "invalid", "JSON nested too deep")
     internal = raw.get("internal") if isinstance(raw, dict) else None
     if not isinstance(internal, dict):
         log.warning("state file %s has no controller memory: starting fresh", path)
         return Memory(policy=initial(settings))
     adapter = internal.get("adapter")
     nudge = internal.get("nudge")
-    return Memory(
-        policy=_policy_from_json(internal.get("policy"), settings),
-        counters=_counters_from_json(internal.get("counters")),
-        adapter=adapter if isinstance(adapter, dict) else {},
-        nudge=nudge if isinstance(nudge, dict) else {},
-    )
+    try:
+        return Memory(
+            policy=_policy_from_json(internal.get("policy"), settings),
+            counters=_counters_from_json(internal.get("counters")),
+            adapter=adapter if isinstance(adapter, dict) else {},
+            nudge=nudge if isinstance(nudge, dict) else {},
+        )
+    except (TypeError, ValueError, OverflowError, RecursionError) as err:
+        return _discard(path, settings, "invalid", f"bad memory: {type(err).__name__}")
 
 
 def document(public: dict[str, Any], memory: Memory) -> dict[str, Any]:

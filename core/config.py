@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from agentwatch.core import paths
+from agentwatch.core.sanitize import preview
+
+MAX_PROBLEM = 400  # characters of one problem line: a value is quoted by its preview only
 
 
 class ConfigError(Exception):
@@ -37,14 +40,14 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 def duration(value: Any) -> float:
     """Seconds from a number or a string like "15s", "5m", "1h"."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ValueError("expected a duration such as 30, '30s', '5m' or '1h'")
     if isinstance(value, int | float):
         seconds = float(value)
     else:
-        match = _DURATION.match(str(value))
+        match = _DURATION.match(value) if len(value) < 100 else None
         if not match:
-            raise ValueError(f"{value!r} is not a duration such as 30, '30s', '5m' or '1h'")
+            raise ValueError(f"{preview(value)} is not a duration such as 30, '30s', '5m' or '1h'")
         seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
     if seconds <= 0:
         raise ValueError("must be greater than zero")
@@ -84,7 +87,7 @@ def int_range(low: int, high: int) -> Callable[[Any], int]:
 
 def boolean(value: Any) -> bool:
     if not isinstance(value, bool):
-        raise ValueError(f"expected true or false, got {value!r}")
+        raise ValueError(f"expected true or false, got {preview(value)}")
     return value
 
 
@@ -115,7 +118,7 @@ def choice(*options: str) -> Callable[[Any], str]:
     def check(value: Any) -> str:
         text = string(value).lower()
         if text not in options:
-            raise ValueError(f"{value!r} is not one of {', '.join(options)}")
+            raise ValueError(f"{preview(value)} is not one of {', '.join(options)}")
         return text
 
     return check
@@ -130,7 +133,7 @@ def optional_path(value: Any) -> Path | None:
 def absolute_path(value: Any) -> Path:
     path = Path(os.path.expanduser(string(value)))
     if not path.is_absolute():
-        raise ValueError(f"{value!r} is not an absolute path (~ is allowed)")
+        raise ValueError(f"{preview(value)} is not an absolute path (~ is allowed)")
     return path
 
 
@@ -171,7 +174,7 @@ def optional_argv(value: Any) -> list[str]:
 def env_name(value: Any) -> str:
     text = string(value)
     if not _ENV_NAME.match(text):
-        raise ValueError(f"{text!r} is not an environment variable name")
+        raise ValueError(f"{preview(text)} is not an environment variable name")
     return text
 
 
@@ -206,10 +209,24 @@ def label_map(value: Any) -> dict[str, str]:
 # ---- helpers for parsers of structured values (lists of mappings), naming the bad key
 
 
+def _key_name(name: Any) -> str:
+    """A key as a problem line names it: itself when short and plain, else its preview."""
+    if isinstance(name, str) and len(name) <= 64 and name.isprintable():
+        return name
+    return preview(name)
+
+
+def _capped(problem: str) -> str:
+    """One problem line of bounded length, whatever a parser put in its message."""
+    if len(problem) <= MAX_PROBLEM:
+        return problem
+    return f"{problem[:MAX_PROBLEM]}… ({len(problem)} characters)"
+
+
 def only_keys(entry: Any, allowed: tuple[str, ...], where: str) -> Mapping[str, Any]:
     if not isinstance(entry, Mapping):
         raise ValueError(f"{where}: expected a mapping, got {type(entry).__name__}")
-    unknown = sorted(str(name) for name in entry if name not in allowed)
+    unknown = sorted(_key_name(name) for name in entry if name not in allowed)
     if unknown:
         raise ValueError(f"{where}.{unknown[0]}: unknown key (known here: {', '.join(allowed)})")
     return entry
@@ -341,7 +358,12 @@ BASE_SCHEMA: dict[str, Any] = {
             "Alertmanager serves several workstations",
         ),
         "interval": Key(15.0, duration, "seconds between read-decide-apply cycles"),
-        "timeout": Key(5.0, duration, "HTTP timeout for Alertmanager and the orchestrator"),
+        "timeout": Key(
+            5.0,
+            duration,
+            "deadline of each whole HTTP exchange with Alertmanager or the orchestrator, body "
+            "included (a slower answer counts as none)",
+        ),
         "listen": Key("127.0.0.1:9848", listen_address, "HOST:PORT of GET /throttle"),
         "web_config_file": _web_config_key(),
         "state_file": Key(
@@ -483,7 +505,7 @@ def _apply(
     for name in raw:
         if name not in spec:
             known = ", ".join(sorted(spec))
-            problems.append(f"{where}{name}: unknown key (known here: {known})")
+            problems.append(f"{where}{_key_name(name)}: unknown key (known here: {known})")
     for name, item in spec.items():
         key = f"{where}{name}"
         if isinstance(item, Key):
@@ -491,7 +513,7 @@ def _apply(
                 try:
                     out[name] = item.parse(raw[name])
                 except ValueError as err:
-                    problems.append(f"{key}: {err}")
+                    problems.append(_capped(f"{key}: {err}"))
                     out[name] = item.default
                     continue
                 if item.warn is not None:
@@ -545,15 +567,29 @@ def from_mapping(
 
 
 def read_raw(path: Path) -> Any:
-    """The YAML of a config file; ConfigError when it cannot be read or parsed."""
+    """The YAML of a config file; ConfigError when it cannot be read or parsed, or is over
+    a limit: larger than CONFIG_LIMIT, not a regular file, nested too deep, or expanding
+    through aliases past yamlsafe.MAX_EXPANDED (a billion laughs)."""
     import yaml
 
+    from agentwatch.core import bounded, yamlsafe
+
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yamlsafe.load(bounded.read_text(path, bounded.CONFIG_LIMIT))
+    except bounded.FileRefused as err:
+        raise ConfigError([f"{path}: cannot read: {str(err).removeprefix(f'{path}: ')}"]) from None
     except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError([f"{path}: cannot read: {err}"]) from err
+        raise ConfigError([f"{path}: cannot read: {_reason(err)}"]) from None
+    except yamlsafe.YamlRefused as err:
+        raise ConfigError([f"{path}: refused: {err}"]) from None
     except yaml.YAMLError as err:
-        raise ConfigError([f"{path}: not valid YAML: {err}"]) from err
+        raise ConfigError([_capped(f"{path}: not valid YAML: {err}")]) from None
+
+
+def _reason(err: OSError | UnicodeDecodeError) -> str:
+    if isinstance(err, UnicodeDecodeError):
+        return f"not UTF-8 (byte {err.start})"
+    return err.strerror or type(err).__name__
 
 
 def load(path: Path | None = None, sentinels: Mapping[str, Schema] | None = None) -> Config:

@@ -23,7 +23,8 @@ from typing import Any
 import bcrypt
 import yaml
 
-from agentwatch.core import secretfiles
+from agentwatch.core import bounded, secretfiles, yamlsafe
+from agentwatch.core.sanitize import preview
 
 log = logging.getLogger("agentwatch.webconfig")
 
@@ -91,14 +92,20 @@ class WebConfig:
 
 
 def read_raw(path: Path) -> dict[str, Any]:
-    """The file's YAML mapping; WebConfigError when it cannot be read or is not a mapping."""
+    """The file's YAML mapping; WebConfigError when it cannot be read, is over a limit (size,
+    not a regular file, nesting, alias expansion) or is not a mapping."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yamlsafe.load(bounded.read_text(path, bounded.CONFIG_LIMIT))
     except (OSError, UnicodeDecodeError) as err:
-        reason = getattr(err, "strerror", None) or type(err).__name__
+        reason = (
+            str(err).removeprefix(f"{path}: ") if isinstance(err, bounded.FileRefused) else None
+        )
+        reason = reason or getattr(err, "strerror", None) or type(err).__name__
         raise WebConfigError(f"{path}: cannot read the web config file: {reason}") from None
+    except yamlsafe.YamlRefused as err:
+        raise WebConfigError(f"{path}: refused: {err}") from None
     except yaml.YAMLError as err:
-        raise WebConfigError(f"{path}: not valid YAML: {err}") from None
+        raise WebConfigError(f"{path}: not valid YAML: {str(err)[:400]}") from None
     if raw is None:
         return {}
     if not isinstance(raw, dict):
@@ -106,9 +113,16 @@ def read_raw(path: Path) -> dict[str, Any]:
     return raw
 
 
+def _name(key: Any) -> str:
+    """A key as an error names it: itself when short and plain, else its preview."""
+    if isinstance(key, str) and len(key) <= 64 and key.isprintable():
+        return key
+    return preview(key)
+
+
 def _check_keys(mapping: Mapping[str, Any], allowed: tuple[str, ...], where: str) -> None:
     for key in mapping:
-        name = f"{where}.{key}" if where else str(key)
+        name = f"{where}.{_name(key)}" if where else _name(key)
         if key in UNSUPPORTED.get(where, ()):
             raise WebConfigError(
                 f"{name}: not supported by agentwatch (known: {', '.join(allowed)})"
@@ -118,18 +132,27 @@ def _check_keys(mapping: Mapping[str, Any], allowed: tuple[str, ...], where: str
 
 
 def _file(value: Any, key: str, base: Path) -> Path:
+    """The path of a certificate, key or CA file, checked by reading it within its cap (the
+    ssl module opens it by name afterwards: a FIFO must not get that far)."""
     if not isinstance(value, str) or not value.strip():
         raise WebConfigError(f"tls_server_config.{key}: expected a file path")
     path = Path(os.path.expanduser(value))
     path = path if path.is_absolute() else base / path
-    if not path.is_file() or not os.access(path, os.R_OK):
-        raise WebConfigError(f"tls_server_config.{key}: {path} is missing or not readable")
+    limit = bounded.DATA_LIMIT if key == "client_ca_file" else bounded.SECRET_LIMIT
+    try:
+        bounded.read_bytes(path, limit)
+    except bounded.FileRefused as err:
+        raise WebConfigError(f"tls_server_config.{key}: refusing {err}") from None
+    except OSError:
+        raise WebConfigError(
+            f"tls_server_config.{key}: {path} is missing or not readable"
+        ) from None
     return path
 
 
 def _choice(value: Any, options: Mapping[str, Any], key: str) -> str:
     if value not in options:
-        raise WebConfigError(f"{key}: {value!r} is not one of {', '.join(options)}")
+        raise WebConfigError(f"{key}: {preview(value)} is not one of {', '.join(options)}")
     return str(value)
 
 
@@ -170,10 +193,10 @@ def _users(raw: Any) -> dict[str, bytes]:
     users: dict[str, bytes] = {}
     for user, hashed in raw.items():
         if not isinstance(user, str) or not user or ":" in user:
-            raise WebConfigError(f"basic_auth_users: {user!r} is not a user name (no ':')")
+            raise WebConfigError(f"basic_auth_users: {preview(user)} is not a user name (no ':')")
         if not isinstance(hashed, str) or not _is_bcrypt(hashed):
             raise WebConfigError(
-                f"basic_auth_users.{user}: not a bcrypt hash (make one with "
+                f"basic_auth_users.{_name(user)}: not a bcrypt hash (make one with "
                 "`agentwatch hash-password` or `htpasswd -nBC 10 '' | tr -d ':'`)"
             )
         users[user] = hashed.encode("ascii")
