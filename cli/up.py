@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # every command builds the parser: these load when `up` runs
     from agentwatch.exporter.collector import SpoolCollector
 
 CLAUDE_ENV = "AGENTWATCH_CLAUDE"
+DEMO_STALL_SECONDS = 60
 log = logging.getLogger("agentwatch.up")
 STATUS_EVERY = 10.0
 RESTART_DELAY = 2.0
@@ -182,10 +183,16 @@ def derived_config(args: argparse.Namespace, cfg: config.Config, layout: Layout)
                     "enabled": True,
                     "allow_sessions": [demo_workload.SESSION],
                     "tmux_socket": socket,
-                    "transcript_dir": str(layout.claude_dir / "projects"),
+                    # real sessions write under the slug of their pane's folder, as ever;
+                    # simulated ones under an invented folder, so the whole tree counts
+                    **({} if layout.claude else
+                       {"transcript_dir": str(layout.claude_dir / "projects")}),
                 },
             },
         })  # fmt: skip
+        if "stall_seconds" not in (raw.get("thresholds") or {}):
+            # the demo's stall is news after a minute, not after the five of a real fleet
+            extra = _merge(extra, {"thresholds": {"stall_seconds": DEMO_STALL_SECONDS}})
     merged = _merge(raw, extra)
     registry.config_from_mapping(merged)  # the same checks every child will make, once, here
     write_atomic(layout.config_file, yaml.safe_dump(merged, sort_keys=False), 0o600)

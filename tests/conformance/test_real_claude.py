@@ -11,6 +11,9 @@ message that Claude Code recorded, token for token, and ccusage 20.0.24 on the s
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ from agentwatch.demo.anthropic_api.script import parse
 from agentwatch.demo.anthropic_api.served import ServedLog
 from agentwatch.demo.anthropic_api.server import StandIn
 from tests.claude_cli import prepare_home, run_print
+from tests.conftest import CLI, samples
 
 from . import corpus
 from .test_ccusage_conformance import TOKEN_TYPES, assert_conforms, run_both
@@ -140,3 +144,60 @@ def test_ledger_equals_what_the_api_served_and_ccusage(tmp_path: Path) -> None:
     reference, ours = run_both(case, tmp_path / "readers", tmp_path / "state")
     assert ours.totals.tokens == truth, "the ledger differs from what the API served"
     assert_conforms(reference, ours.totals, "real Claude Code sessions")
+
+
+def spool_tokens(spool: Path) -> dict[str, int] | None:
+    path = spool / "token-ledger.prom"
+    if not path.exists():
+        return None
+    totals = dict.fromkeys(TOKEN_TYPES, 0)
+    for (name, labels), value in samples(path.read_text(encoding="utf-8")).items():
+        if name == "agentwatch_tokens_total":
+            totals[dict(labels)["type"]] += int(value)
+    return totals
+
+
+def test_the_live_ledger_is_right_within_a_second_of_each_session(
+    tmp_path: Path, processes: list[subprocess.Popen[str]]
+) -> None:
+    home = tmp_path / "home"
+    project = tmp_path / "work" / "live-project"
+    project.mkdir(parents=True)
+    prepare_home(home, [project])
+    (home / ".claude" / "projects").mkdir(parents=True)
+    spool = tmp_path / "spool"
+    env = dict(os.environ, CLAUDE_CONFIG_DIR=str(home / ".claude"))
+    processes.append(
+        subprocess.Popen(
+            [
+                *CLI,
+                "sentinel",
+                "token-ledger",
+                "--spool-dir",
+                str(spool),
+                "--state-dir",
+                str(tmp_path / "state"),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+    )
+    served = ServedLog(None)
+    delays = []
+    with StandIn(parse(SCRIPT), served) as api:
+        for prompt, model in [("please list the files here", "claude-sonnet-4-5"),
+                              ("opus please", "claude-opus-4-1"),
+                              ("a haiku question", "claude-haiku-4-5")]:  # fmt: skip
+            done = run_print(home, api.url, project, prompt, "--model", model,
+                             "--allowedTools", "Bash")  # fmt: skip
+            finished = time.monotonic()
+            assert done.returncode == 0, done.stderr[-2000:]
+            truth = served_totals(served.records, recorded_ids(home / ".claude"))
+            while spool_tokens(spool) != truth and time.monotonic() - finished < 10:
+                time.sleep(0.02)
+            assert spool_tokens(spool) == truth, "the live ledger never matched the API"
+            delays.append(time.monotonic() - finished)
+    print(f"seconds from each session's end to exact totals: {delays}")
+    assert max(delays) <= 1.0, delays
