@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,3 +84,26 @@ def run_print(
         timeout=timeout,
         check=False,
     )
+
+
+def recorded_ids(config_dir: Path) -> set[str]:
+    """The ids of the assistant messages Claude Code wrote into its transcripts."""
+    ids = set()
+    for path in config_dir.rglob("*.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            entry = json.loads(line)
+            if entry.get("type") == "assistant":
+                ids.add(entry["message"]["id"])
+    return ids
+
+
+def served_totals(records: list[dict[str, Any]], ids: set[str]) -> dict[str, int]:
+    totals = dict.fromkeys(("input", "output", "cache_read", "cache_creation"), 0)
+    for record in records:
+        if record.get("id") in ids:
+            served = record["usage"]
+            totals["input"] += served["input_tokens"]
+            totals["output"] += served["output_tokens"]
+            totals["cache_read"] += served["cache_read_input_tokens"]
+            totals["cache_creation"] += served["cache_creation_input_tokens"]
+    return totals

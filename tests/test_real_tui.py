@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli, samples
+from agentwatch.demo.anthropic_api.server import StandIn
+from tests.claude_cli import recorded_ids, served_totals
+from tests.conftest import run_cli, samples, token_totals
 from tests.real_screens import (
     FIXTURES,
     LABELS,
@@ -36,6 +38,8 @@ LABELLED = {scenario.name: scenario.state for scenario in SCENARIOS}
 class Live:
     tmux: Tmux
     screens: dict[str, str]
+    api: StandIn
+    home: Path
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +50,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
             name: normalized(screen, api, scratch)
             for name, screen in drive(tmux, SCENARIOS).items()
         }
-        yield Live(tmux, screens)
+        yield Live(tmux, screens, api, scratch / "home")
 
 
 def classified(path: Path) -> str:
@@ -111,3 +115,19 @@ def test_screens_from_the_public_tracker_classify_as_labelled() -> None:
         if (got := classified(TRACKER / f"{name}.txt")) != label["state"]
     }
     assert not wrong
+
+
+def test_the_ledger_counts_what_the_interactive_sessions_were_served(
+    live: Live, tmp_path: Path
+) -> None:
+    """Interactive sessions write their transcripts as headless ones do: the ledger's totals
+    equal the usage served to every message they recorded."""
+    config_dir = live.home / ".claude"
+    truth = served_totals(live.api.served.records, recorded_ids(config_dir))
+    assert truth["output"] > 0
+    done = run_cli("sentinel", "token-ledger", "--once", "--spool-dir", str(tmp_path / "spool"),
+                   "--state-dir", str(tmp_path / "state"),
+                   env={"CLAUDE_CONFIG_DIR": str(config_dir)})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    counted = token_totals((tmp_path / "spool" / "token-ledger.prom").read_text())
+    assert {kind: int(counted[kind]) for kind in truth} == truth

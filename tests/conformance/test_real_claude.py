@@ -10,7 +10,6 @@ message that Claude Code recorded, token for token, and ccusage 20.0.24 on the s
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import time
@@ -22,7 +21,7 @@ import pytest
 from agentwatch.demo.anthropic_api.script import parse
 from agentwatch.demo.anthropic_api.served import ServedLog
 from agentwatch.demo.anthropic_api.server import StandIn
-from tests.claude_cli import prepare_home, run_print
+from tests.claude_cli import prepare_home, recorded_ids, run_print, served_totals
 from tests.conftest import CLI, samples
 
 from . import corpus
@@ -84,29 +83,6 @@ SCRIPT: dict[str, Any] = {
         },
     ],
 }
-
-
-def recorded_ids(config_dir: Path) -> set[str]:
-    """The ids of the assistant messages Claude Code wrote into its transcripts."""
-    ids = set()
-    for path in config_dir.rglob("*.jsonl"):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            entry = json.loads(line)
-            if entry.get("type") == "assistant":
-                ids.add(entry["message"]["id"])
-    return ids
-
-
-def served_totals(records: list[dict[str, Any]], ids: set[str]) -> dict[str, int]:
-    totals = dict.fromkeys(TOKEN_TYPES, 0)
-    for record in records:
-        if record.get("id") in ids:
-            served = record["usage"]
-            totals["input"] += served["input_tokens"]
-            totals["output"] += served["output_tokens"]
-            totals["cache_read"] += served["cache_read_input_tokens"]
-            totals["cache_creation"] += served["cache_creation_input_tokens"]
-    return totals
 
 
 def test_ledger_equals_what_the_api_served_and_ccusage(tmp_path: Path) -> None:
