@@ -146,11 +146,23 @@ def merged(document: dict[str, Any], commands: Commands, known: Collection[str])
     return result
 
 
+def added_keys(document: dict[str, Any]) -> list[str]:
+    """What `merged` adds besides groups: the events (and "hooks" itself) the user had not."""
+    hooks = document.get("hooks")
+    if hooks is None:
+        return ["hooks", *claude_events.HOOK_EVENTS]
+    return [event for event in claude_events.HOOK_EVENTS if event not in hooks]
+
+
 def stripped(
-    document: dict[str, Any], known: Collection[str], previous: dict[str, Any] | None
+    document: dict[str, Any],
+    known: Collection[str],
+    previous: dict[str, Any] | None,
+    added: Collection[str] | None = None,
 ) -> dict[str, Any]:
-    """The document without agentwatch's entries: our groups removed (and an event or `hooks`
-    left empty by that), our statusLine replaced by `previous` (the user's, or none)."""
+    """The document without agentwatch's entries: our groups removed, an event list or the
+    `hooks` object left empty by that removed too when install added it (`added`; None: any),
+    our statusLine replaced by `previous` (the user's, or none)."""
     result = copy.deepcopy(document)
     hooks = result.get("hooks")
     if isinstance(hooks, dict):
@@ -161,11 +173,11 @@ def stripped(
             kept = [entry for entry in groups if not is_ours(entry, known)]
             if len(kept) == len(groups):
                 continue
-            if kept:
+            if kept or (added is not None and event not in added):
                 hooks[event] = kept
             else:
                 del hooks[event]
-        if not hooks:
+        if not hooks and (added is None or "hooks" in added):
             del result["hooks"]
     if statusline_is_ours(result, known):
         if previous is None:

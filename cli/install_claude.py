@@ -106,8 +106,10 @@ def plan(
             drop_chain = False
     after = None if after_doc == document else cs.render(after_doc)
     written = after if after is not None else before
+    added = record.get("added") if cs.has_ours(document, known) else cs.added_keys(document)
     new_record = {
         "written": digest(written or b""),
+        "added": added,
         "commands": sorted(set(record.get("commands", [])) | {commands.hook, commands.statusline}),
         "previous_statusline": previous,
         "created": bool(record.get("created")) if before is not None else True,
@@ -172,7 +174,7 @@ def uninstall(
             if previous is None and owns_chain:
                 chained = read_chain(chain)
                 previous = cs.statusline(chained["command"]) if chained else None
-            result = cs.stripped(document, known, previous)
+            result = cs.stripped(document, known, previous, record.get("added"))
             if record.get("created") and result == {}:
                 print(f"  {verb}remove  {path} (created by install; nothing of yours left)")
                 if not dry_run:
