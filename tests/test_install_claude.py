@@ -159,7 +159,7 @@ def test_dry_run_shows_the_diff_and_writes_nothing(
     assert f"--- {settings}\n+++ {settings}\n" in out
     added = [line for line in out.splitlines() if line.startswith("+ ")]
     assert f'"command": {json.dumps(hook_command())}' in "\n".join(added)
-    assert f'-  "statusLine": {{"type": "command", "command": "~/.claude/statusline.sh"' in out
+    assert '-  "statusLine": {"type": "command", "command": "~/.claude/statusline.sh"' in out
     assert f"would write   {chain_file(layout)}" in out
 
     assert cli.main(["install"]) == 0
@@ -182,7 +182,7 @@ MALFORMED: dict[str, bytes] = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(MALFORMED) + ["a FIFO", "a folder"])
+@pytest.mark.parametrize("name", [*sorted(MALFORMED), "a FIFO", "a folder"])
 @pytest.mark.parametrize("command", ["install", "uninstall"])
 def test_malformed_settings_are_refused_and_nothing_changes(
     name: str,

@@ -82,9 +82,7 @@ def test_real_claude_runs_the_installed_hooks(
     assert settings["hooks"]["PreToolUse"] == [{"hooks": [{"type": "command", "command": hook}]}]
 
     with StandIn(parse(SCRIPT), ServedLog(tmp_path / "served.jsonl")) as api:
-        done = run_print(
-            home, api.url, project, "please list the files", "--allowedTools", "Bash"
-        )
+        done = run_print(home, api.url, project, "please list the files", "--allowedTools", "Bash")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Two files." in done.stdout
 
