@@ -140,9 +140,9 @@ def merged(document: dict[str, Any], commands: Commands, known: Collection[str])
         if ours not in groups:
             groups.append(ours)
         hooks[event] = groups
-    wanted = statusline(commands.statusline)
     if not statusline_is_ours(result, {commands.statusline}):
-        result["statusLine"] = wanted
+        # the user's other statusLine keys (padding) stay; the command becomes ours
+        result["statusLine"] = {**result.get("statusLine", {}), **statusline(commands.statusline)}
     return result
 
 

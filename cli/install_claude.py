@@ -42,6 +42,7 @@ class Step:
     chain: dict[str, str] | None  # what the chain file must hold; None: leave it
     drop_chain: bool
     record: dict[str, Any]
+    keep_backup: bool = False  # the backup already holds the user's file from before agentwatch
 
     @property
     def real(self) -> Path:
@@ -89,7 +90,7 @@ def plan(
         previous = None
         drop_chain = True
     if chain is not None or drop_chain:
-        other = next(
+        other = next(  # the chain file is one per config dir: it may be another file's
             (
                 name
                 for name, entry in owners.items()
@@ -105,17 +106,25 @@ def plan(
         if other is not None:
             drop_chain = False
     after = None if after_doc == document else cs.render(after_doc)
-    written = after if after is not None else before
+    # what we last wrote: a file the user edited since stays theirs (no byte restore over it)
+    written = digest(after) if after is not None else record.get("written")
     added = record.get("added") if cs.has_ours(document, known) else cs.added_keys(document)
     new_record = {
-        "written": digest(written or b""),
+        "written": written,
         "added": added,
         "commands": sorted(set(record.get("commands", [])) | {commands.hook, commands.statusline}),
         "previous_statusline": previous,
         "created": bool(record.get("created")) if before is not None else True,
         "chain": chain is not None or (bool(record.get("chain")) and not drop_chain),
     }
-    return Step(path, before, after, file_mode(path), chain, drop_chain, new_record)
+    # Unchanged since our last write: the backup taken then is still the user's own file.
+    keep_backup = (
+        before is not None
+        and record.get("written") == digest(before)
+        and cs.backup_path(Path(os.path.realpath(path))).is_file()
+    )
+    step = Step(path, before, after, file_mode(path), chain, drop_chain, new_record, keep_backup)
+    return step
 
 
 def apply(step: Step, dry_run: bool) -> None:
@@ -123,7 +132,7 @@ def apply(step: Step, dry_run: bool) -> None:
     verb = "would " if dry_run else ""
     chain = cs.chain_path()
     if step.after is not None:
-        if step.before is not None:
+        if step.before is not None and not step.keep_backup:
             backup = cs.backup_path(step.real)
             print(f"  {verb}{'back up':<8}{step.path} -> {backup}")
             if not dry_run:

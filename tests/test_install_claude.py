@@ -106,7 +106,11 @@ def test_round_trip_gives_back_the_users_file_byte_for_byte(
         groups = document["hooks"][event]
         assert groups.count({"hooks": [{"type": "command", "command": hook_command()}]}) == 1
         assert groups[:-1] == user.get("hooks", {}).get(event, [])  # theirs first, untouched
-    assert document["statusLine"] == {"type": "command", "command": statusline_command()}
+    assert document["statusLine"] == {
+        **user.get("statusLine", {}),
+        "type": "command",
+        "command": statusline_command(),
+    }
     assert cs.stripped(document, ours(), user.get("statusLine"), cs.added_keys(user)) == user
     assert cs.backup_path(settings).read_bytes() == original
     assert mode(settings) == mode(cs.backup_path(settings)) == 0o640
@@ -243,6 +247,25 @@ def test_edited_in_between_removes_only_our_entries(
     assert cs.backup_path(settings).read_bytes() == original
 
 
+def test_an_edit_between_two_installs_survives_uninstall(
+    layout: dict[str, Path],  # noqa: F811
+    sources: Path,  # noqa: F811
+) -> None:
+    settings = layout["claude_settings"]
+    write(settings, REAL_WORLD["project-permissions-only"])
+    assert cli.main(["install"]) == 0
+    document = json.loads(settings.read_text())
+    document["model"] = "opus"
+    settings.write_text(json.dumps(document, indent=2))
+    assert cli.main(["install"]) == 0  # nothing of ours to change: the file stays as edited
+    assert json.loads(settings.read_text()) == document
+    assert cli.main(["uninstall"]) == 0
+    assert json.loads(settings.read_text()) == {
+        "permissions": {"allow": ["Bash(make test)"]},
+        "model": "opus",
+    }
+
+
 def test_no_settings_before_install_means_none_after_uninstall(
     layout: dict[str, Path],  # noqa: F811
     sources: Path,  # noqa: F811
@@ -327,8 +350,7 @@ def test_a_moved_agentwatch_replaces_its_old_hooks(
     # the user's statusLine is still the one chained, not the old agentwatch one
     assert json.loads(chain_file(layout).read_text())["command"] == "~/.claude/statusline.sh"
     assert cli.main(["uninstall"]) == 0
-    document = json.loads(settings.read_text())
-    assert document == json.loads(original)
+    assert settings.read_bytes() == original
 
 
 def test_a_symlinked_settings_file_stays_a_symlink(
@@ -370,3 +392,22 @@ def test_bounded_read_is_what_refuses_a_fifo(tmp_path: Path) -> None:
         bounded.read_bytes(fifo, cs.SETTINGS_LIMIT)
     with pytest.raises(cs.SettingsError, match="FIFO"):
         cs.read(fifo)
+
+
+def test_one_chain_file_serves_one_settings_file(
+    layout: dict[str, Path],  # noqa: F811
+    sources: Path,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Two settings files with a statusLine each cannot share the one chain file: the second
+    install is refused, unwritten, instead of losing the first user command."""
+    write(layout["claude_settings"], '{"statusLine": {"type": "command", "command": "mine"}}')
+    project = tmp_path / "repo" / ".claude" / "settings.json"
+    theirs = write(project, '{"statusLine": {"type": "command", "command": "team"}}')
+    assert cli.main(["install"]) == 0
+    capsys.readouterr()
+    assert cli.main(["install", "--claude-settings", str(project)]) == 2
+    assert "already chains the statusLine" in capsys.readouterr().err
+    assert project.read_bytes() == theirs
+    assert json.loads(chain_file(layout).read_text()) == {"command": "mine"}
