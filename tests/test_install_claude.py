@@ -411,3 +411,25 @@ def test_one_chain_file_serves_one_settings_file(
     assert "already chains the statusLine" in capsys.readouterr().err
     assert project.read_bytes() == theirs
     assert json.loads(chain_file(layout).read_text()) == {"command": "mine"}
+
+
+def test_commands_are_quoted_for_the_shell_claude_code_runs_them_in() -> None:
+    commands = cs.Commands.build(("/opt/my tools/agentwatch",), Path("/home/a b/state's"))
+    assert shlex.split(commands.hook) == [
+        "/opt/my tools/agentwatch",
+        "hook",
+        "--state-dir",
+        "/home/a b/state's",
+    ]
+    assert shlex.split(commands.statusline)[1] == "statusline"
+    assert cs.Commands.build(("aw",), None) == cs.Commands("aw hook", "aw statusline")
+
+
+def test_settings_path_follows_claude_config_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert cs.default_path({}) == tmp_path / ".claude" / "settings.json"
+    assert cs.default_path({"CLAUDE_CONFIG_DIR": "/srv/claude"}) == Path(
+        "/srv/claude/settings.json"
+    )
