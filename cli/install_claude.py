@@ -77,34 +77,7 @@ def plan(
     before, document = cs.read(path)
     known = set(record.get("commands", [])) | {commands.hook, commands.statusline}
     after_doc = cs.merged(document, commands, known)
-    chain = None
-    drop_chain = False
-    previous = record.get("previous_statusline")
-    line = document.get("statusLine")
-    if line is not None and not cs.statusline_is_ours(document, known):
-        previous = line
-        command = line.get("command")
-        chain = {"command": command} if isinstance(command, str) and command else None
-        drop_chain = chain is None
-    elif line is None:
-        previous = None
-        drop_chain = True
-    if chain is not None or drop_chain:
-        other = next(  # the chain file is one per config dir: it may be another file's
-            (
-                name
-                for name, entry in owners.items()
-                if name != str(path) and entry.get("chain") and cs.chain_path().exists()
-            ),
-            None,
-        )
-        if other is not None and chain is not None:
-            raise cs.SettingsError(
-                f"{cs.chain_path()} already chains the statusLine of {other}; uninstall that "
-                f"first or pass --no-claude-hooks"
-            )
-        if other is not None:
-            drop_chain = False
+    previous, chain, drop_chain = _statusline_change(path, document, known, record, owners)
     after = None if after_doc == document else cs.render(after_doc)
     # what we last wrote: a file the user edited since stays theirs (no byte restore over it)
     written = digest(after) if after is not None else record.get("written")
@@ -123,8 +96,38 @@ def plan(
         and record.get("written") == digest(before)
         and cs.backup_path(Path(os.path.realpath(path))).is_file()
     )
-    step = Step(path, before, after, file_mode(path), chain, drop_chain, new_record, keep_backup)
-    return step
+    return Step(path, before, after, file_mode(path), chain, drop_chain, new_record, keep_backup)
+
+
+def _statusline_change(
+    path: Path,
+    document: dict[str, Any],
+    known: set[str],
+    record: dict[str, Any],
+    owners: dict[str, Any],
+) -> tuple[dict[str, Any] | None, dict[str, str] | None, bool]:
+    """(the user's statusLine to restore at uninstall, the chain file's new content or None to
+    leave it, whether to remove it). The user's statusLine moves into the chain file; with
+    none, a stale chain file goes, unless it serves another settings file."""
+    line = document.get("statusLine")
+    if line is not None and cs.statusline_is_ours(document, known):
+        return record.get("previous_statusline"), None, False  # installed before: as it was
+    command = line.get("command") if line is not None else None
+    chain = {"command": command} if isinstance(command, str) and command else None
+    other = next(
+        (
+            name
+            for name, entry in owners.items()
+            if name != str(path) and entry.get("chain") and cs.chain_path().exists()
+        ),
+        None,
+    )
+    if other is not None and chain is not None:
+        raise cs.SettingsError(
+            f"{cs.chain_path()} already chains the statusLine of {other}; uninstall that "
+            "first or pass --no-claude-hooks"
+        )
+    return line, chain, chain is None and other is None
 
 
 def apply(step: Step, dry_run: bool) -> None:

@@ -433,3 +433,34 @@ def test_settings_path_follows_claude_config_dir(
     assert cs.default_path({"CLAUDE_CONFIG_DIR": "/srv/claude"}) == Path(
         "/srv/claude/settings.json"
     )
+
+
+def test_uninstall_keeps_a_users_group_that_runs_the_same_command(
+    layout: dict[str, Path],  # noqa: F811
+    sources: Path,  # noqa: F811
+) -> None:
+    """Ours is recognised by its exact shape: the user's group with a matcher (or a timeout)
+    around the very same command survives an uninstall that has to edit the file."""
+    settings = layout["claude_settings"]
+    theirs = [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": hook_command()}]},
+        {"hooks": [{"type": "command", "command": hook_command(), "timeout": 5}]},
+    ]
+    write(settings, json.dumps({"hooks": {"PreToolUse": theirs}}))
+    assert cli.main(["install"]) == 0
+    assert len(json.loads(settings.read_text())["hooks"]["PreToolUse"]) == 3
+    document = json.loads(settings.read_text())
+    document["model"] = "haiku"  # an edit: no byte restore, our entries are taken out
+    settings.write_text(json.dumps(document))
+    assert cli.main(["uninstall"]) == 0
+    assert json.loads(settings.read_text()) == {"hooks": {"PreToolUse": theirs}, "model": "haiku"}
+
+
+def test_a_stale_chain_file_goes_when_there_is_no_statusline_to_chain(
+    layout: dict[str, Path],  # noqa: F811
+    sources: Path,  # noqa: F811
+) -> None:
+    write(chain_file(layout), '{"command": "left over"}')
+    write(layout["claude_settings"], REAL_WORLD["project-permissions-only"])
+    assert cli.main(["install"]) == 0
+    assert not chain_file(layout).exists()
