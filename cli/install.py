@@ -5,7 +5,8 @@ paths, the configured addresses), copies the rules, the Alertmanager config and 
 provisioning under the data folder, writes a commented example config if none exists, and
 records what it wrote with a checksum in a manifest. Uninstall removes exactly those files,
 and only while they are unchanged: the user's config, edits and state are never touched.
-Neither runs systemctl; both print the commands to run.
+Neither runs systemctl; both print the commands to run. Both also put agentwatch's hooks and
+statusLine into Claude Code's settings.json and take them out again (`install_claude`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from agentwatch.cli import assets, stack
+from agentwatch.cli import assets, install_claude, stack
+from agentwatch.cli import claude_settings as cs
 from agentwatch.core import config, paths
 from agentwatch.core.files import write_atomic
 from agentwatch.sentinels import registry
@@ -62,6 +65,19 @@ def add(commands: argparse._SubParsersAction) -> None:
             type=Path,
             help="data folder (default: $AGENTWATCH_PREFIX or ~/.local/share/agentwatch)",
         )
+        command.add_argument(
+            "--claude-settings",
+            type=Path,
+            metavar="FILE",
+            help="Claude Code settings file for the hooks and statusLine (default: "
+            "$CLAUDE_CONFIG_DIR/settings.json or ~/.claude/settings.json; a project's "
+            ".claude/settings.json works too)",
+        )
+        command.add_argument(
+            "--no-claude-hooks",
+            action="store_true",
+            help="leave Claude Code's settings alone (no hooks, no statusLine)",
+        )
         if name == "install":
             command.add_argument(
                 "--force", action="store_true", help="also replace files changed since install"
@@ -80,6 +96,7 @@ class Target:
     prefix: Path
     config_file: Path
     command: tuple[str, ...]
+    claude_settings: Path | None = None  # None: --no-claude-hooks
 
     @property
     def manifest(self) -> Path:
@@ -115,11 +132,15 @@ def agentwatch_command() -> tuple[str, ...]:
 def target_from(args: argparse.Namespace) -> Target:
     unit_dir = getattr(args, "unit_dir", None) or paths.default_unit_dir()
     prefix = getattr(args, "prefix", None) or paths.default_data_dir()
+    settings = None
+    if not getattr(args, "no_claude_hooks", False):
+        settings = (getattr(args, "claude_settings", None) or cs.default_path()).expanduser()
     return Target(
         unit_dir=unit_dir.expanduser().absolute(),
         prefix=prefix.expanduser().absolute(),
         config_file=(args.config or paths.default_config_file()).expanduser().absolute(),
         command=agentwatch_command(),
+        claude_settings=settings.absolute() if settings is not None else None,
     )
 
 
@@ -286,18 +307,53 @@ def read_manifest(path: Path) -> dict[str, str]:
     return {str(name): str(digest) for name, digest in files.items()}
 
 
-def _write_manifest(target: Target, files: dict[str, str]) -> None:
+def read_claude_records(path: Path) -> dict[str, dict[str, Any]]:
+    """{settings file: what install wrote there (install_claude's record)}; empty when none."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as err:
+        raise InstallError(f"cannot read the install manifest {path}: {err}") from err
+    records = raw.get("claude_settings", {}) if isinstance(raw, dict) else None
+    if not isinstance(records, dict) or not all(isinstance(v, dict) for v in records.values()):
+        raise InstallError(f"install manifest {path} has a broken 'claude_settings' table")
+    return records
+
+
+def _write_manifest(
+    target: Target, files: dict[str, str], claude: dict[str, dict[str, Any]] | None = None
+) -> None:
     from agentwatch.core import __version__
 
-    document = {"agentwatch": __version__, "files": dict(sorted(files.items()))}
+    document: dict[str, Any] = {"agentwatch": __version__, "files": dict(sorted(files.items()))}
+    if claude:
+        document["claude_settings"] = dict(sorted(claude.items()))
     write_atomic(target.manifest, (json.dumps(document, indent=2) + "\n").encode(), 0o644)
 
 
+def claude_commands(cfg: config.Config, target: Target) -> cs.Commands:
+    """`<agentwatch> hook` and `<agentwatch> statusline`, with --state-dir when the configured
+    state dir is not the one they find by default."""
+    state = cfg.state_dir.expanduser().absolute()
+    default = paths.default_state_dir().absolute()
+    return cs.Commands.build(target.command, state if state != default else None)
+
+
 def install(cfg: config.Config, target: Target, dry_run: bool, force: bool) -> int:
+    claude = None
     try:
         plan, left_out = build_plan(cfg, target)
         recorded = read_manifest(target.manifest)
-    except InstallError as err:
+        claude_records = read_claude_records(target.manifest)
+        if target.claude_settings is not None:  # a bad settings.json stops it all, unwritten
+            claude = install_claude.plan(
+                target.claude_settings,
+                claude_commands(cfg, target),
+                claude_records.get(str(target.claude_settings)),
+                claude_records,
+            )
+    except (InstallError, cs.SettingsError) as err:
         print(f"agentwatch install: {err}", file=sys.stderr)
         return 2
     verb = "would " if dry_run else ""
@@ -327,8 +383,11 @@ def install(cfg: config.Config, target: Target, dry_run: bool, force: bool) -> i
         print(f"  {verb}create  {target.config_file} (example config, every key commented)")
         if not dry_run:
             write_atomic(target.config_file, registry.defaults_as_yaml(), 0o600)
+    if claude is not None:
+        install_claude.apply(claude, dry_run)
+        claude_records[str(claude.path)] = claude.record
     if not dry_run:
-        _write_manifest(target, written)
+        _write_manifest(target, written, claude_records)
     for note in plan.notes:
         print(f"  note: {note}")
     print(next_steps(cfg, target, left_out, dry_run))
@@ -373,14 +432,40 @@ def next_steps(cfg: config.Config, target: Target, left_out: list[str], dry_run:
     return "\n".join(lines)
 
 
-def uninstall(cfg: config.Config, target: Target, dry_run: bool) -> int:
+def settings_to_clean(
+    target: Target, records: dict[str, dict[str, Any]], only_given: bool
+) -> list[Path]:
+    """The settings files uninstall takes agentwatch out of: the one --claude-settings names,
+    else every one install recorded plus the default (a lost manifest still finds ours)."""
+    if target.claude_settings is None:
+        return []
+    if only_given:
+        return [target.claude_settings]
+    return sorted({Path(name) for name in records} | {target.claude_settings})
+
+
+def uninstall(
+    cfg: config.Config, target: Target, dry_run: bool, only_given_settings: bool = False
+) -> int:
+    commands = claude_commands(cfg, target)
     try:
         recorded = read_manifest(target.manifest)
-    except InstallError as err:
+        claude_records = read_claude_records(target.manifest)
+        settings = settings_to_clean(target, claude_records, only_given_settings)
+        for path in settings:  # every file checked before any is changed
+            cs.read(path)
+    except (InstallError, cs.SettingsError) as err:
         print(f"agentwatch uninstall: {err}", file=sys.stderr)
         return 2
+    for path in settings:
+        install_claude.uninstall(path, commands, claude_records.get(str(path)), dry_run)
+        claude_records.pop(str(path), None)
     if not recorded:
-        print(f"agentwatch uninstall: nothing to do (no manifest at {target.manifest})")
+        if not dry_run and claude_records:
+            _write_manifest(target, {}, claude_records)
+        elif not dry_run:
+            target.manifest.unlink(missing_ok=True)
+        print(f"agentwatch uninstall: no units to remove (no manifest at {target.manifest})")
         return 0
     units = sorted(
         Path(name).name
@@ -412,8 +497,8 @@ def uninstall(cfg: config.Config, target: Target, dry_run: bool) -> int:
             if path.is_relative_to(target.prefix):  # our data folder; the unit folder is shared
                 _remove_empty_parents(path.parent, stop_at={target.prefix.parent})
     if not dry_run:
-        if kept:
-            _write_manifest(target, kept)
+        if kept or claude_records:
+            _write_manifest(target, kept, claude_records)
         else:
             target.manifest.unlink(missing_ok=True)
             _remove_empty_parents(target.prefix, stop_at={target.prefix.parent})
@@ -451,4 +536,4 @@ def run(args: argparse.Namespace) -> int:
     target = target_from(args)
     if args.command == "install":
         return install(cfg, target, args.dry_run, args.force)
-    return uninstall(cfg, target, args.dry_run)
+    return uninstall(cfg, target, args.dry_run, args.claude_settings is not None)

@@ -56,7 +56,10 @@ def layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
     monkeypatch.delenv("AGENTWATCH_PREFIX", raising=False)
     monkeypatch.delenv("AGENTWATCH_UNIT_DIR", raising=False)
+    # install also edits Claude Code's settings: never the real ones of whoever runs the tests
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
     home["config"] = home["config_home"] / "agentwatch" / "config.yaml"
+    home["claude_settings"] = tmp_path / "claude" / "settings.json"
     return home
 
 

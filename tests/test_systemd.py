@@ -84,6 +84,7 @@ def test_installed_units_verify_and_are_hardened(tmp_path: Path) -> None:
         str(units),
         "--prefix",
         str(tmp_path / "data"),
+        "--no-claude-hooks",  # never the real ~/.claude/settings.json of whoever runs this
     )
     assert result.returncode == 0, result.stderr
     assert (units / "agentwatch-exporter.service").is_file()

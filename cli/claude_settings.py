@@ -1,0 +1,217 @@
+"""Claude Code's settings.json as `agentwatch install` edits it: find it, read it strictly,
+add agentwatch's hook groups and statusLine, and take exactly those out again.
+
+The file is the user's: everything else in it (other hooks, permissions, env, their key order)
+must survive. So the document is only rewritten when our entries actually change, our hooks
+go in as groups of their own (one per event, one command each) that are recognised by their
+exact command, and a file that is not what Claude Code itself would accept is refused rather
+than "repaired". Pure functions on parsed JSON; the install steps live in `install_claude`.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import os
+import shlex
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentwatch.core import bounded, claude_events, paths
+
+SETTINGS_LIMIT = bounded.CONFIG_LIMIT  # real settings files are a few KiB
+CHAIN_FILE = "statusline-chain.json"
+BACKUP_SUFFIX = ".agentwatch-backup"
+
+
+class SettingsError(Exception):
+    """A settings file install will not touch; the message is one line and says why."""
+
+
+@dataclass(frozen=True)
+class Commands:
+    """The shell commands Claude Code runs for agentwatch (it runs them through a shell,
+    so each word is quoted)."""
+
+    hook: str
+    statusline: str
+
+    @classmethod
+    def build(cls, agentwatch: Sequence[str], state_dir: Path | None) -> Commands:
+        extra = ["--state-dir", str(state_dir)] if state_dir is not None else []
+        return cls(
+            hook=shlex.join([*agentwatch, "hook", *extra]),
+            statusline=shlex.join([*agentwatch, "statusline", *extra]),
+        )
+
+
+def default_path(env: dict[str, str] | None = None) -> Path:
+    """Where Claude Code reads the user's settings: `$CLAUDE_CONFIG_DIR/settings.json` (its
+    first entry, as agentwatch reads a comma-separated list), else `~/.claude/settings.json`."""
+    env = dict(os.environ) if env is None else env
+    first = env.get("CLAUDE_CONFIG_DIR", "").split(",")[0].strip()
+    if first:
+        return Path(first).expanduser() / "settings.json"
+    return Path.home() / ".claude" / "settings.json"
+
+
+def chain_path() -> Path:
+    """Where the user's previous statusLine command is kept for `agentwatch statusline`."""
+    return paths.default_config_file().parent / CHAIN_FILE
+
+
+def backup_path(settings: Path) -> Path:
+    return settings.with_name(settings.name + BACKUP_SUFFIX)
+
+
+def read(path: Path) -> tuple[bytes | None, dict[str, Any]]:
+    """(the file's bytes, its document); (None, {}) when there is no file. SettingsError for
+    anything else than a regular, bounded, UTF-8 JSON object whose hooks and statusLine have
+    the shapes Claude Code expects."""
+    try:
+        raw = bounded.read_bytes(path, SETTINGS_LIMIT)
+    except FileNotFoundError:
+        return None, {}
+    except OSError as err:  # FileRefused (a FIFO, a folder, too large) included
+        raise SettingsError(f"cannot read {path}: {err.strerror or err}") from err
+    try:
+        document = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError) as err:
+        raise SettingsError(f"{path} is not valid JSON ({_first_line(err)})") from err
+    check(path, document)
+    return raw, document
+
+
+def check(path: Path, document: Any) -> None:
+    """The shapes install relies on; the rest of the document is the user's business."""
+    if not isinstance(document, dict):
+        raise SettingsError(f"{path} is not a JSON object")
+    hooks = document.get("hooks")
+    if hooks is not None and not isinstance(hooks, dict):
+        raise SettingsError(f"{path}: 'hooks' is not an object")
+    for event in claude_events.HOOK_EVENTS:
+        groups = (hooks or {}).get(event)
+        if groups is not None and not isinstance(groups, list):
+            raise SettingsError(f"{path}: 'hooks.{event}' is not a list of matcher groups")
+    line = document.get("statusLine")
+    if line is not None and not isinstance(line, dict):
+        raise SettingsError(f"{path}: 'statusLine' is not an object")
+
+
+def group(command: str) -> dict[str, Any]:
+    """agentwatch's matcher group for one event: no matcher (every tool, every source)."""
+    return {"hooks": [{"type": "command", "command": command}]}
+
+
+def statusline(command: str) -> dict[str, Any]:
+    return {"type": "command", "command": command}
+
+
+def is_ours(entry: Any, known: Collection[str]) -> bool:
+    """Whether a matcher group is one agentwatch wrote: exactly our shape with one of our
+    commands (today's, or one recorded at an earlier install)."""
+    if not (isinstance(entry, dict) and set(entry) == {"hooks"}):
+        return False
+    inner = entry["hooks"]
+    if not (isinstance(inner, list) and len(inner) == 1 and isinstance(inner[0], dict)):
+        return False
+    command = inner[0].get("command")
+    return inner[0] == {"type": "command", "command": command} and command in known
+
+
+def statusline_is_ours(document: dict[str, Any], known: Collection[str]) -> bool:
+    line = document.get("statusLine")
+    return isinstance(line, dict) and line.get("command") in known
+
+
+def merged(document: dict[str, Any], commands: Commands, known: Collection[str]) -> dict[str, Any]:
+    """The document with agentwatch's hooks and statusLine: our group kept where it is when it
+    is already there, older agentwatch groups (`known`) replaced, the user's untouched."""
+    result = copy.deepcopy(document)
+    hooks = result.setdefault("hooks", {})
+    ours = group(commands.hook)
+    for event in claude_events.HOOK_EVENTS:
+        groups = [
+            entry for entry in hooks.get(event, []) if entry == ours or not is_ours(entry, known)
+        ]
+        if ours not in groups:
+            groups.append(ours)
+        hooks[event] = groups
+    if not statusline_is_ours(result, {commands.statusline}):
+        # the user's other statusLine keys (padding) stay; the command becomes ours
+        result["statusLine"] = {**result.get("statusLine", {}), **statusline(commands.statusline)}
+    return result
+
+
+def added_keys(document: dict[str, Any]) -> list[str]:
+    """What `merged` adds besides groups: the events (and "hooks" itself) the user had not."""
+    hooks = document.get("hooks")
+    if hooks is None:
+        return ["hooks", *claude_events.HOOK_EVENTS]
+    return [event for event in claude_events.HOOK_EVENTS if event not in hooks]
+
+
+def stripped(
+    document: dict[str, Any],
+    known: Collection[str],
+    previous: dict[str, Any] | None,
+    added: Collection[str] | None = None,
+) -> dict[str, Any]:
+    """The document without agentwatch's entries: our groups removed, an event list or the
+    `hooks` object left empty by that removed too when install added it (`added`; None: any),
+    our statusLine replaced by `previous` (the user's, or none)."""
+    result = copy.deepcopy(document)
+    hooks = result.get("hooks")
+    if isinstance(hooks, dict):
+        for event in list(hooks):
+            groups = hooks[event]
+            if not isinstance(groups, list):
+                continue
+            kept = [entry for entry in groups if not is_ours(entry, known)]
+            if len(kept) == len(groups):
+                continue
+            if kept or (added is not None and event not in added):
+                hooks[event] = kept
+            else:
+                del hooks[event]
+        if not hooks and (added is None or "hooks" in added):
+            del result["hooks"]
+    if statusline_is_ours(result, known):
+        if previous is None:
+            del result["statusLine"]
+        else:
+            result["statusLine"] = previous
+    return result
+
+
+def has_ours(document: dict[str, Any], known: Collection[str]) -> bool:
+    return stripped(document, known, None) != document
+
+
+def render(document: dict[str, Any]) -> bytes:
+    """JSON as Claude Code writes its settings: two-space indent, non-ASCII kept."""
+    return (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def diff(path: Path, before: bytes | None, after: bytes | None) -> str:
+    """A unified diff of a file's change (either side may be absent)."""
+    old = (before or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
+    new = (after or b"").decode("utf-8", errors="replace").splitlines(keepends=True)
+    lines = difflib.unified_diff(
+        old,
+        new,
+        fromfile=str(path) if before is not None else "/dev/null",
+        tofile=str(path) if after is not None else "/dev/null",
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _first_line(err: Exception) -> str:
+    return str(err).splitlines()[0] if str(err) else type(err).__name__
