@@ -123,6 +123,7 @@ def test_a_new_sentinel_package_is_found_everywhere(throwaway: None, tmp_path: P
     assert "    # answer: 42    # the number the probe reports" in shown.stdout
 
     xdg = {name: str(tmp_path / name) for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME")}
+    xdg["CLAUDE_CONFIG_DIR"] = str(tmp_path / "claude")  # never the developer's own settings
     installed = run_cli("install", "--dry-run", env=xdg)
     assert installed.returncode == 0, installed.stderr
     assert "agentwatch-sentinel@throwaway-probe.service" in installed.stdout
