@@ -292,15 +292,22 @@ def _file_digest(path: Path) -> str | None:
         return None
 
 
+def _manifest_document(path: Path) -> Any:
+    """The manifest's JSON, or None when there is none; InstallError when it is unreadable."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as err:
+        raise InstallError(f"cannot read the install manifest {path}: {err}") from err
+
+
 def read_manifest(path: Path) -> dict[str, str]:
     """{file: sha256 as written}; empty when there is none. A broken manifest is an error:
     guessing what to delete is worse than refusing."""
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    raw = _manifest_document(path)
+    if raw is None:
         return {}
-    except (OSError, ValueError) as err:
-        raise InstallError(f"cannot read the install manifest {path}: {err}") from err
     files = raw.get("files") if isinstance(raw, dict) else None
     if not isinstance(files, dict):
         raise InstallError(f"install manifest {path} has no 'files' table")
@@ -309,12 +316,9 @@ def read_manifest(path: Path) -> dict[str, str]:
 
 def read_claude_records(path: Path) -> dict[str, dict[str, Any]]:
     """{settings file: what install wrote there (install_claude's record)}; empty when none."""
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    raw = _manifest_document(path)
+    if raw is None:
         return {}
-    except (OSError, ValueError) as err:
-        raise InstallError(f"cannot read the install manifest {path}: {err}") from err
     records = raw.get("claude_settings", {}) if isinstance(raw, dict) else None
     if not isinstance(records, dict) or not all(isinstance(v, dict) for v in records.values()):
         raise InstallError(f"install manifest {path} has a broken 'claude_settings' table")
