@@ -16,7 +16,6 @@ Steps (one key each, plus the optional `delay` seconds before answering):
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -209,8 +208,3 @@ def _number(raw: Any, where: str) -> float:
 
 def _optional_text(raw: Any) -> str | None:
     return None if raw is None else str(raw)
-
-
-def dumps(script: dict[str, Any]) -> str:
-    """A script document as JSON text (what tests and the demo write)."""
-    return json.dumps(script, indent=2)

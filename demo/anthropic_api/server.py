@@ -10,7 +10,6 @@ import contextlib
 import json
 import socket
 import threading
-import time
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -218,13 +217,3 @@ def _handler(api: StandIn) -> type[BaseHTTPRequestHandler]:
             pass  # the served log is the record; request lines would only repeat it
 
     return MessagesHandler
-
-
-def wait_for(served: ServedLog, count: int, timeout: float) -> bool:
-    """True once `count` requests were answered (for tests and the demo's driver)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if len(served.records) >= count:
-            return True
-        time.sleep(0.05)
-    return False
