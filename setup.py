@@ -2,14 +2,16 @@
 and lists every package below them, so a new sentinel package needs no entry here. Everything
 else about the package is in pyproject.toml."""
 
-from setuptools import find_packages, setup
+from setuptools import find_namespace_packages, find_packages, setup
 
 FOLDERS = ("core", "exporter", "sentinels", "controller", "cli", "demo", "rules", "systemd")
 FOLDERS += ("grafana",)
+DATA_FOLDERS = ("rules", "grafana")  # their subfolders hold data only: namespace packages
 
 packages = []
 for folder in FOLDERS:
     packages.append(f"agentwatch.{folder}")
-    packages += [f"agentwatch.{folder}.{name}" for name in find_packages(folder)]
+    found = find_namespace_packages(folder) if folder in DATA_FOLDERS else find_packages(folder)
+    packages += [f"agentwatch.{folder}.{name}" for name in found if "__pycache__" not in name]
 
 setup(packages=packages, package_dir={f"agentwatch.{folder}": folder for folder in FOLDERS})
