@@ -137,7 +137,8 @@ def chained(data: bytes, state: Path) -> bytes | None:
     try:
         import json
 
-        chain = json.loads(bounded.read_bytes(paths.default_config_file().parent / CHAIN_FILE, 64 * 1024))
+        chain_file = paths.default_config_file().parent / CHAIN_FILE
+        chain = json.loads(bounded.read_bytes(chain_file, 64 * 1024))
     except (OSError, ValueError):
         return None
     command = chain.get("command") if isinstance(chain, dict) else None

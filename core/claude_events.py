@@ -21,9 +21,10 @@ An event line (keys short: hooks run on every tool call):
      "tool": <tool name>, "ok": true|false, "kind": <notification or failure kind>,
      "head": <git HEAD at SessionStart/SessionEnd>, "pane": <$TMUX_PANE or "">,
      "reason": <SessionEnd reason>, "agent": <sub-agent type>}
-Only `v`, `t`, `s`, `e` are always present. Claude Code 2.1.328 reports a failed tool call as
-its own event, PostToolUseFailure: the hook writes it as `"e": "PostToolUse", "ok": false`. Every string passes `sanitize.label_value`; no
-prompt, assistant text, tool input or tool output is ever written.
+Only `v`, `t`, `s`, `e` are always present (the hook writes `pane` on every line too, "" when
+headless). Claude Code 2.1.328 reports a failed tool call as its own event, PostToolUseFailure:
+the hook writes it as `"e": "PostToolUse", "ok": false`. Every string passes
+`sanitize.label_value`; no prompt, assistant text, tool input or tool output is ever written.
 
 A statusline snapshot:
     {"v": 1, "t": <epoch seconds>, "s": <session>, "p": <project>, "model": <model id>,
@@ -34,6 +35,7 @@ A statusline snapshot:
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -204,10 +206,8 @@ def _prune(folder: Path) -> None:
         return
     entries.sort()
     for _, path in entries[: len(entries) - MAX_STATUS_FILES]:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
-        except FileNotFoundError:
-            pass
 
 
 def count(state: Path, reason: str) -> None:
