@@ -15,9 +15,13 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from agentwatch.core import claude_events
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # without importing typing (3 ms of every hook's start)
+    import argparse
+    from typing import BinaryIO
 
 CHAIN_FILE = "statusline-chain.json"  # in the config dir, written by `agentwatch install`
 CHAIN_SECONDS = 3.0
@@ -52,7 +56,7 @@ def _epoch(value: object) -> float | None:
     return None
 
 
-def _get(payload: dict[str, Any], *keys: str) -> object:
+def _get(payload: dict[str, object], *keys: str) -> object:
     value: object = payload
     for key in keys:
         if not isinstance(value, dict):
@@ -61,7 +65,7 @@ def _get(payload: dict[str, Any], *keys: str) -> object:
     return value
 
 
-def rate_limits(payload: dict[str, Any]) -> dict[str, dict[str, float]]:
+def rate_limits(payload: dict[str, object]) -> dict[str, dict[str, float]]:
     """Every window of `rate_limits` that carries a used_percentage, by Claude Code's name."""
     from agentwatch.core.sanitize import label_value
 
@@ -83,7 +87,7 @@ def rate_limits(payload: dict[str, Any]) -> dict[str, dict[str, float]]:
     return found
 
 
-def snapshot(payload: dict[str, Any], now: float) -> dict[str, object] | None:
+def snapshot(payload: dict[str, object], now: float) -> dict[str, object] | None:
     """The contract's snapshot of one statusline payload; None without a session id."""
     from agentwatch.core.sanitize import label_value
 
@@ -113,17 +117,19 @@ def snapshot(payload: dict[str, Any], now: float) -> dict[str, object] | None:
     return record
 
 
-def line(record: dict[str, Any]) -> str:
+def line(record: dict[str, object]) -> str:
     """`5h 42% · 7d 18% · $3.20 · ctx 61%`: what is known, in that order."""
     parts = []
-    limits = record.get("rate_limits") or {}
+    limits = record.get("rate_limits")
     for window, short in _SHORT.items():
-        if window in limits:
-            parts.append(f"{short} {round(limits[window]['used_ratio'] * 100)}%")
-    if "cost_usd" in record:
-        parts.append(f"${record['cost_usd']:.2f}")
-    if "context_used_ratio" in record:
-        parts.append(f"ctx {round(record['context_used_ratio'] * 100)}%")
+        entry = limits.get(window) if isinstance(limits, dict) else None
+        if isinstance(entry, dict) and isinstance(entry.get("used_ratio"), float):
+            parts.append(f"{short} {round(entry['used_ratio'] * 100)}%")
+    cost, context = record.get("cost_usd"), record.get("context_used_ratio")
+    if isinstance(cost, float):
+        parts.append(f"${cost:.2f}")
+    if isinstance(context, float):
+        parts.append(f"ctx {round(context * 100)}%")
     return " · ".join(parts)
 
 
@@ -164,7 +170,7 @@ def chained(data: bytes, state: Path) -> bytes | None:
     return first or None
 
 
-def run(state: Path, out: Any) -> None:
+def run(state: Path, out: BinaryIO) -> None:
     from agentwatch.cli import payload as stdin
 
     data, problem = stdin.read_stdin()
@@ -206,7 +212,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def add(commands: Any) -> None:
+def add(commands: argparse._SubParsersAction) -> None:
     """`agentwatch statusline` in the full parser (for --help; calls go through cli/entry.py)."""
     parser = commands.add_parser(
         "statusline",

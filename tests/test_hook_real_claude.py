@@ -33,7 +33,8 @@ SCRIPT = {
                     "tool_use": {
                         "name": "Bash",
                         "input": {
-                            "command": f"echo {SECRETS['tool']}; echo {SECRETS['output'][::-1]} | rev",
+                            "command": f"echo {SECRETS['tool']}; "
+                            f"echo {SECRETS['output'][::-1]} | rev",
                             "description": "print",
                         },
                         "usage": USAGE,
