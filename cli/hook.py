@@ -20,7 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # without importing typing (3 ms of every hook's start)
     import argparse
 
-_TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+_TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest")
 _HEAD_EVENTS = ("SessionStart", "SessionEnd")
 
 

@@ -18,7 +18,8 @@ Layout, under `events_dir(state_dir)` (`<state_dir>/claude-events/`):
 
 An event line (keys short: hooks run on every tool call):
     {"v": 1, "t": <epoch seconds>, "s": <session id>, "e": <event name>, "p": <project>,
-     "tool": <tool name>, "ok": true|false, "kind": <notification or failure kind>,
+     "tool": <tool name (Pre/PostToolUse, PermissionRequest)>, "ok": true|false,
+     "kind": <notification or failure kind>,
      "head": <git HEAD at SessionStart/SessionEnd>, "pane": <$TMUX_PANE or "">,
      "reason": <SessionEnd reason>, "agent": <sub-agent type>}
 Only `v`, `t`, `s`, `e` are always present (the hook writes `pane` on every line too, "" when
@@ -55,6 +56,7 @@ HOOK_EVENTS = (
     "PreToolUse",
     "PostToolUse",
     "PostToolUseFailure",  # 2.1.328 reports a failed tool here; written as PostToolUse, ok=false
+    "PermissionRequest",  # the permission dialog opens (Notification follows only 6 s later)
     "Notification",
     "Stop",
     "StopFailure",

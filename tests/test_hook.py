@@ -54,12 +54,14 @@ EXPECTED = {  # fixture -> the line's fields besides v, t, s, pane
     "PostToolUse": {"e": "PostToolUse", "p": "cap-project", "tool": "Bash", "ok": True},
     "PostToolUseFailure": {"e": "PostToolUse", "p": "cap-project", "tool": "Bash", "ok": False},
     "PreToolUse-Agent": {"e": "PreToolUse", "p": "cap-project", "tool": "Agent"},
-    "Notification": {"e": "Notification", "p": "cap-project", "kind": "permission_prompt"},
+    "PermissionRequest": {"e": "PermissionRequest", "p": "tui-project", "tool": "Bash"},
+    "Notification": {"e": "Notification", "p": "tui-project", "kind": "permission_prompt"},
     "Stop": {"e": "Stop", "p": "cap-project"},
     "StopFailure": {"e": "StopFailure", "p": "cap-project", "kind": "rate_limit"},
     "SubagentStop": {"e": "SubagentStop", "p": "cap-project", "agent": "general-purpose"},
     "PreCompact": {"e": "PreCompact", "p": "cap-project"},
     "SessionEnd": {"e": "SessionEnd", "p": "cap-project", "reason": "other"},
+    "SessionEnd-exit": {"e": "SessionEnd", "p": "tui-project", "reason": "prompt_input_exit"},
 }
 
 
@@ -284,3 +286,30 @@ def test_git_head_at_session_start_and_end(tmp_path: Path) -> None:
     assert head_at(state, repo) == git(repo, "rev-parse", "HEAD")
     assert head_at(state, tmp_path / "elsewhere") is None  # no repository at all
     assert head_at(state, repo, "Stop") is None  # only at start and end
+
+
+def test_the_full_command_line_knows_both_commands(tmp_path: Path) -> None:
+    listed = subprocess.run([AGENTWATCH, "--help"], capture_output=True, text=True, timeout=60,
+                            check=True).stdout  # fmt: skip
+    assert "hook" in listed and "statusline" in listed
+    for command in ("hook", "statusline"):
+        shown = subprocess.run([AGENTWATCH, command, "--help"], capture_output=True, text=True,
+                               timeout=60, check=True).stdout  # fmt: skip
+        assert "--state-dir" in shown and "Always exits 0" in " ".join(shown.split())
+    state = tmp_path / "state"
+    done = subprocess.run(  # `python -m agentwatch.cli` takes the same fast path
+        [sys.executable, "-m", "agentwatch.cli", "hook", "--state-dir", str(state)],
+        input=(FIXTURES / "Stop.json").read_bytes(),
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert [line["e"] for line in events(state)] == ["Stop"]
+    full = "import sys; from agentwatch.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    done = subprocess.run(  # and cli.main.main itself, for callers of the full parser
+        [sys.executable, "-c", full, "hook", "--state-dir", str(state)],
+        input=b"{", capture_output=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert claude_events.read_counters(state) == {claude_events.BAD_JSON: 1}
