@@ -6,6 +6,7 @@ nowhere in the state dir."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -95,3 +96,46 @@ def test_a_real_headless_session_leaves_its_events_and_no_secret(tmp_path: Path)
     for where, secret in SECRETS.items():
         assert secret.encode() in transcripts, f"the {where} secret never reached Claude Code"
         assert secret.encode() not in stored, f"the {where} secret reached the spool"
+
+
+COMMIT_SCRIPT = {
+    "default": [{"answer": {"text": "Nothing to do.", "usage": USAGE}}],
+    "sessions": [
+        {
+            "prompt_contains": "commit it",
+            "steps": [
+                {"tool_use": {"name": "Bash", "usage": USAGE, "input": {
+                    "command": "git commit -q --allow-empty -m work", "description": "commit"}}},
+                {"answer": {"text": "Committed.", "usage": USAGE}},
+            ],
+        }
+    ],
+}  # fmt: skip
+
+
+def test_git_head_at_start_and_end_of_real_sessions(tmp_path: Path) -> None:
+    home, state = tmp_path / "home", tmp_path / "state"
+    project = tmp_path / "work" / "repo-project"
+    project.mkdir(parents=True)
+    env = dict(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@e", GIT_CONFIG_GLOBAL="/dev/null",
+               PATH="/usr/bin:/bin")  # fmt: skip
+    for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "one"]):
+        subprocess.run(["git", "-C", str(project), *args], env=env, check=True, timeout=30)
+    prepare_home(home, [project])
+    (home / ".claude").mkdir()
+    (home / ".claude" / "settings.json").write_text(json.dumps(settings(state)))
+    (home / ".gitconfig").write_text("[user]\n\tname = t\n\temail = t@e\n")
+    with StandIn(parse(COMMIT_SCRIPT), ServedLog(None)) as api:
+        for prompt in ("just look", "commit it"):
+            done = run_print(home, api.url, project, prompt, "--model", "claude-sonnet-4-5",
+                             "--allowedTools", "Bash")  # fmt: skip
+            assert done.returncode == 0, done.stderr[-2000:]
+    lines = [json.loads(line) for line in (claude_events.events_dir(state) / "events.jsonl")
+             .read_text().splitlines()]  # fmt: skip
+    heads = [(line["e"], line.get("head")) for line in lines if "Session" in line["e"]]
+    log = subprocess.run(["git", "-C", str(project), "log", "--format=%H"], capture_output=True,
+                         text=True, env=env, check=True, timeout=30).stdout.split()  # fmt: skip
+    second, first = log
+    assert heads == [("SessionStart", first), ("SessionEnd", first),
+                     ("SessionStart", first), ("SessionEnd", second)]  # fmt: skip
