@@ -6,8 +6,8 @@ Each command runs `--calls` times with a recorded 2.1.328 payload on stdin (a Pr
 the hook, a subscription statusline with rate_limits for the statusline; no chained command).
 Prints p50/p99/max per command and their ratios to the bare interpreter, and what the editable
 install's import hook (the `__editable__` finder a `pip install -e` adds to site-packages)
-costs at every start: `python -X importtime` of it, and the venv's interpreter against the base
-interpreter without the venv's .pth files. Fails (exit 1) when a writer's p99 passes 60 ms.
+costs at every start: `python -X importtime` of it, and `python -c pass` against `python -S`
+(no site, so no .pth files at all). Fails (exit 1) when a writer's p99 passes 60 ms.
 
     .venv/bin/python bench/bench_hooks.py [--calls 200]
 """
@@ -61,14 +61,13 @@ def main() -> int:
     args = parser.parse_args()
     python = sys.executable
     agentwatch = str(Path(python).parent / "agentwatch")
-    base = getattr(sys, "_base_executable", python)
     with tempfile.TemporaryDirectory() as scratch:
         state = str(Path(scratch) / "state")
         hook_input = (FIXTURES / "PreToolUse.json").read_bytes()
         status_input = (FIXTURES / "statusline-subscription.json").read_bytes()
         commands = {
-            "python -c pass (venv)": ([python, "-c", "pass"], b""),
-            "python -c pass (base, no .pth)": ([base, "-c", "pass"], b""),
+            "python -c pass": ([python, "-c", "pass"], b""),
+            "python -S -c pass (no site)": ([python, "-S", "-c", "pass"], b""),
             "agentwatch --version": ([agentwatch, "--version"], b""),
             "agentwatch hook": ([agentwatch, "hook", "--state-dir", state], hook_input),
             "agentwatch statusline": (
@@ -81,16 +80,17 @@ def main() -> int:
             for name, (argv, data) in commands.items():
                 times[name].append(timed(argv, data))
         events = (Path(state) / "claude-events" / "events.jsonl").read_text().count("\n")
-    bare = statistics.median(times["python -c pass (venv)"])
+    bare = statistics.median(times["python -c pass"])
     print(f"{args.calls} calls each, round-robin; ratios are p50 / p50 of `python -c pass`")
     print(f"{'command':34} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'ratio':>6}")
     for name, values in times.items():
         p50, p99 = statistics.median(values), percentile(values, 0.99)
         print(f"{name:34} {p50 * 1e3:8.1f} {p99 * 1e3:8.1f} {max(values) * 1e3:8.1f} "
               f"{p50 / bare:6.2f}")  # fmt: skip
-    venv_cost = bare - statistics.median(times["python -c pass (base, no .pth)"])
-    print(f"editable install's import hook: {finder_import_ms(python):.1f} ms by -X importtime; "
-          f"venv start minus base start: {venv_cost * 1e3:.1f} ms at p50")  # fmt: skip
+    site_cost = bare - statistics.median(times["python -S -c pass (no site)"])
+    finder = statistics.median(finder_import_ms(python) for _ in range(20))
+    print(f"editable install's import hook: {finder:.1f} ms (-X importtime, median of 20); "
+          f"site with every .pth: {site_cost * 1e3:.1f} ms (p50 with site minus -S)")  # fmt: skip
     assert events == args.calls, f"the hook wrote {events} events for {args.calls} calls"
     worst = max(
         percentile(times[name], 0.99) for name in ("agentwatch hook", "agentwatch statusline")
