@@ -97,5 +97,5 @@ def test_a_real_tui_session_with_hooks_and_statusline(tmp_path: Path) -> None:
     assert all(line["pane"].startswith("%") for line in lines)  # run in a tmux pane
     record = json.loads((claude_events.status_dir(state) / f"{session}.json").read_text())
     assert record["model"] == "claude-sonnet-4-5" and record["p"] == "tui-project"
-    assert record["cost_usd"] > 0 and "rate_limits" not in record  # an API-key session
-    assert claude_events.read_counters(state) == {}
+    assert record["cost_usd"] > 0 and "rate_limits" not in record, record  # an API-key session
+    assert claude_events.read_counters(state) == {}, lines
