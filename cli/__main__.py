@@ -2,6 +2,6 @@
 
 import sys
 
-from agentwatch.cli.main import main
+from agentwatch.cli.entry import main
 
 sys.exit(main())

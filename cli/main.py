@@ -15,9 +15,11 @@ from agentwatch.cli import (
     controller,
     exporter,
     hash_password,
+    hook,
     install,
     sentinel,
     status,
+    statusline,
     up,
 )
 from agentwatch.core import paths
@@ -66,6 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     install.add(commands)
     configuration.add(commands)
     classify_pane.add(commands)
+    hook.add(commands)
+    statusline.add(commands)
     return parser
 
 
@@ -77,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         return hash_password.run(args)
     if args.command in ("install", "uninstall"):
         return install.run(args)
+    if args.command in ("hook", "statusline"):  # reached via `python -m` or main(argv)
+        command = hook if args.command == "hook" else statusline
+        return command.main(["--state-dir", str(args.state_dir)] if args.state_dir else [])
     cfg = common.load(args)
     if cfg is None:
         return 2

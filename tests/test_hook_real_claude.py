@@ -1,0 +1,141 @@
+"""The real Claude Code 2.1.328 (headless `claude -p` through the scripted API) with its hooks
+pointed at the real `agentwatch hook` of this checkout: the events land in the spool, with
+secrets planted in the prompt, the tool input, the tool output and the assistant text
+nowhere in the state dir."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from agentwatch.core import claude_events
+from agentwatch.demo.anthropic_api.script import parse
+from agentwatch.demo.anthropic_api.served import ServedLog
+from agentwatch.demo.anthropic_api.server import StandIn
+from tests.claude_cli import prepare_home, run_print
+
+AGENTWATCH = str(Path(sys.executable).parent / "agentwatch")
+SECRETS = {
+    "prompt": "sk-ant-api03-PROMPTSECRET0123456789",
+    "tool": "ghp_TOOLINPUTSECRET0123456789abcdef",
+    "output": "AKIAOUTPUTSECRET0123",
+    "assistant": "xoxb-ASSISTANTSECRET-0123456789",
+}
+USAGE = {"input_tokens": 300, "output_tokens": 20}
+SCRIPT = {
+    "default": [{"answer": {"text": "Done.", "usage": USAGE}}],
+    "sessions": [
+        {
+            "prompt_contains": "run it",
+            "steps": [
+                {
+                    "tool_use": {
+                        "name": "Bash",
+                        "input": {
+                            "command": f"echo {SECRETS['tool']}; "
+                            f"echo {SECRETS['output'][::-1]} | rev",
+                            "description": "print",
+                        },
+                        "usage": USAGE,
+                    }
+                },
+                {
+                    "tool_use": {
+                        "name": "Bash",
+                        "input": {"command": "exit 3", "description": "fail"},
+                        "usage": USAGE,
+                    }
+                },
+                {"answer": {"text": f"Here: {SECRETS['assistant']}", "usage": USAGE}},
+            ],
+        }
+    ],
+}
+
+
+def settings(state: Path) -> dict[str, object]:
+    command = f"{AGENTWATCH} hook --state-dir {state}"
+    hooks = {event: [{"hooks": [{"type": "command", "command": command}]}]
+             for event in claude_events.HOOK_EVENTS}  # fmt: skip
+    return {"hooks": hooks}
+
+
+def test_a_real_headless_session_leaves_its_events_and_no_secret(tmp_path: Path) -> None:
+    home, state = tmp_path / "home", tmp_path / "state"
+    project = tmp_path / "work" / "hooked-project"
+    project.mkdir(parents=True)
+    prepare_home(home, [project])
+    (home / ".claude").mkdir()
+    (home / ".claude" / "settings.json").write_text(json.dumps(settings(state)))
+    with StandIn(parse(SCRIPT), ServedLog(None)) as api:
+        done = run_print(home, api.url, project, f"run it {SECRETS['prompt']}",
+                         "--model", "claude-sonnet-4-5", "--allowedTools", "Bash")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert SECRETS["assistant"] in done.stdout  # the session really said it
+    lines = [json.loads(line) for line in (claude_events.events_dir(state) / "events.jsonl")
+             .read_text().splitlines()]  # fmt: skip
+    assert len({line["s"] for line in lines}) == 1
+    assert all(line["p"] == "hooked-project" and line["pane"] == "" for line in lines)
+    seen = [(line["e"], line.get("tool"), line.get("ok")) for line in lines]
+    assert seen == [
+        ("SessionStart", None, None),
+        ("UserPromptSubmit", None, None),
+        ("PreToolUse", "Bash", None),
+        ("PostToolUse", "Bash", True),
+        ("PreToolUse", "Bash", None),
+        ("PostToolUse", "Bash", False),
+        ("Stop", None, None),
+        ("SessionEnd", None, None),
+    ]
+    assert lines[-1]["reason"] == "other"
+    assert claude_events.read_counters(state) == {}
+    transcripts = b"".join(p.read_bytes() for p in (home / ".claude").rglob("*.jsonl"))
+    stored = b"".join(p.read_bytes() for p in state.rglob("*") if p.is_file())
+    for where, secret in SECRETS.items():
+        assert secret.encode() in transcripts, f"the {where} secret never reached Claude Code"
+        assert secret.encode() not in stored, f"the {where} secret reached the spool"
+
+
+COMMIT_SCRIPT = {
+    "default": [{"answer": {"text": "Nothing to do.", "usage": USAGE}}],
+    "sessions": [
+        {
+            "prompt_contains": "commit it",
+            "steps": [
+                {"tool_use": {"name": "Bash", "usage": USAGE, "input": {
+                    "command": "git commit -q --allow-empty -m work", "description": "commit"}}},
+                {"answer": {"text": "Committed.", "usage": USAGE}},
+            ],
+        }
+    ],
+}  # fmt: skip
+
+
+def test_git_head_at_start_and_end_of_real_sessions(tmp_path: Path) -> None:
+    home, state = tmp_path / "home", tmp_path / "state"
+    project = tmp_path / "work" / "repo-project"
+    project.mkdir(parents=True)
+    env = dict(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@e", GIT_CONFIG_GLOBAL="/dev/null",
+               PATH="/usr/bin:/bin")  # fmt: skip
+    for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "one"]):
+        subprocess.run(["git", "-C", str(project), *args], env=env, check=True, timeout=30)
+    prepare_home(home, [project])
+    (home / ".claude").mkdir()
+    (home / ".claude" / "settings.json").write_text(json.dumps(settings(state)))
+    (home / ".gitconfig").write_text("[user]\n\tname = t\n\temail = t@e\n")
+    with StandIn(parse(COMMIT_SCRIPT), ServedLog(None)) as api:
+        for prompt in ("just look", "commit it"):
+            done = run_print(home, api.url, project, prompt, "--model", "claude-sonnet-4-5",
+                             "--allowedTools", "Bash")  # fmt: skip
+            assert done.returncode == 0, done.stderr[-2000:]
+    lines = [json.loads(line) for line in (claude_events.events_dir(state) / "events.jsonl")
+             .read_text().splitlines()]  # fmt: skip
+    heads = [(line["e"], line.get("head")) for line in lines if "Session" in line["e"]]
+    log = subprocess.run(["git", "-C", str(project), "log", "--format=%H"], capture_output=True,
+                         text=True, env=env, check=True, timeout=30).stdout.split()  # fmt: skip
+    second, first = log
+    assert heads == [("SessionStart", first), ("SessionEnd", first),
+                     ("SessionStart", first), ("SessionEnd", second)]  # fmt: skip
