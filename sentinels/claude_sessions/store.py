@@ -9,12 +9,13 @@ import contextlib
 import json
 import logging
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from agentwatch.core import bounded
 from agentwatch.core.files import write_atomic
-from agentwatch.sentinels.claude_sessions.follow import Position
+from agentwatch.sentinels.claude_sessions.follow import Identity, Position
 from agentwatch.sentinels.claude_sessions.sessions import Table
 
 log = logging.getLogger("agentwatch.claude-sessions")
@@ -32,7 +33,7 @@ class Store:
         try:
             raw: Any = json.loads(bounded.read_text(self.path, bounded.STATE_LIMIT))
         except FileNotFoundError:
-            return Position()
+            return Position.start()
         except (OSError, ValueError) as err:
             return self._reject(err)
         try:
@@ -40,7 +41,7 @@ class Store:
                 raise ValueError(f"format {raw['format']!r}")
             table.load(raw["table"])
             counts.update({str(k): int(v) for k, v in raw["counts"].items()})
-            return Position(int(raw["position"]["inode"]), int(raw["position"]["offset"]))
+            return _position(raw["position"])
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             table.sessions.clear()
             counts.clear()
@@ -52,13 +53,25 @@ class Store:
         log.warning("state file %s is unusable (%s): set aside, starting afresh", self.path, err)
         with contextlib.suppress(OSError):  # a file we cannot move is replaced at the next save
             self.path.replace(self.path.with_name(NAME + ".rejected"))
-        return Position()
+        return Position.start()
 
     def save(self, table: Table, counts: Counter[str], position: Position) -> None:
         data = {
             "format": FORMAT,
-            "position": {"inode": position.inode, "offset": position.offset},
+            "position": asdict(position),
             "counts": dict(counts),
             "table": table.dump(),
         }
         write_atomic(self.path, json.dumps(data, separators=(",", ":")), 0o600, durable=True)
+
+
+def _identity(raw: dict[str, Any]) -> Identity:
+    return Identity(int(raw["inode"]), int(raw["mark_length"]), str(raw["mark"]))
+
+
+def _position(raw: dict[str, Any]) -> Position:
+    done = None if raw["done"] is None else _identity(raw["done"])
+    offset = int(raw["offset"])
+    if offset < 0:
+        raise ValueError("negative offset")
+    return Position(_identity(raw["file"]), offset, done)
