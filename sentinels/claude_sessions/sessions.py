@@ -129,6 +129,8 @@ class Table:
     def _next_state(self, session: Session, name: str, event: dict[str, Any]) -> str | None:
         if name == "SessionStart":
             session.start_head = event.get("head", "")
+            # the project's series exists from 0 on, so a rule sees its first increase
+            self.without_commit[self.projects.show(session.project or event.get("p", ""))] += 0
             return "idle"
         if name in WORKING_EVENTS:
             if name == "PostToolUse" and event.get("tool"):
