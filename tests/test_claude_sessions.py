@@ -363,7 +363,7 @@ def test_commit_completion_against_a_real_repository(tmp_path: Path) -> None:
     work.cycle()
     found = scrape(work)
     assert value(found, "agentwatch_sessions_without_commit_total", project="repo") == 1
-    assert value(found, "agentwatch_sessions_without_commit_total", project="scratch") is None
+    assert value(found, "agentwatch_sessions_without_commit_total", project="scratch") == 0
     assert value(found, "agentwatch_claude_sessions_ended_total", project="repo") == 4
     assert value(found, "agentwatch_claude_sessions_ended_total", project="scratch") == 1
 
