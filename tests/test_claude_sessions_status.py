@@ -1,0 +1,69 @@
+"""`agentwatch status`: one state per Claude Code session, merged from its hooks (the real
+claude-sessions sentinel) and its pane's classifier (the real idle-error sentinel on a real
+tmux server), with the source of each."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.claude_spool import append, event
+from tests.conftest import run_cli
+from tests.test_idle_error import TmuxServer, program
+
+
+@pytest.fixture
+def server() -> Iterator[TmuxServer]:
+    assert shutil.which("tmux"), "tmux is required (Debian package tmux)"
+    folder = Path(tempfile.mkdtemp(prefix="aw-cs-"))  # short: socket paths are < 108 bytes
+    tmux = TmuxServer(folder)
+    try:
+        yield tmux
+    finally:
+        tmux.kill()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_status_merges_hooks_and_panes_and_names_the_source(
+    server: TmuxServer, workdirs: dict[str, Path], tmp_path: Path
+) -> None:
+    claude = program(tmp_path / "bin", "claude")
+    err = server.pane("err", claude, "api_error_500.txt")
+    ask = server.pane("ask", claude, "approval_boxed.txt")
+    server.pane("alone", claude, "api_error_500.txt")  # a pane no hook session claims
+    state = workdirs["state"]
+    append(
+        state,
+        # hooks say working, but the pane sits on an API error between two hook events
+        event("s-err", "UserPromptSubmit", p="web", pane=err),
+        # hooks see the permission ask themselves
+        event("s-ask", "PreToolUse", p="web", pane=ask, tool="Bash"),
+        event("s-ask", "Notification", p="web", pane=ask, kind="permission_prompt"),
+        # a headless run: hooks only
+        event("s-headless", "Stop", p="api"),
+    )
+    config = tmp_path / "config.yaml"
+    config.write_text(f"agents: {{tmux_sockets: [{server.sock}], names: [claude]}}\n")
+    dirs = ["--spool-dir", str(workdirs["spool"]), "--state-dir", str(state)]
+    for name in ("idle-error", "claude-sessions"):
+        ran = run_cli("--config", str(config), "sentinel", name, "--once", *dirs, env=server.env)
+        assert ran.returncode == 0, ran.stderr
+
+    ran = run_cli("--config", str(config), "status", "--json", *dirs)
+    entry = next(item for item in json.loads(ran.stdout) if item["sentinel"] == "claude-sessions")
+    rows = {row["session"]: (row["state"], row["source"], row["pane"]) for row in entry["sessions"]}
+    assert rows == {
+        "s-err": ("api_error", "hooks+pane", err),
+        "s-ask": ("waiting_for_permission", "hooks", ask),
+        "s-headless": ("idle", "hooks", ""),
+        "alone": ("api_error", "pane", rows["alone"][2]),
+    }
+
+    text = run_cli("--config", str(config), "status", *dirs).stdout
+    line = next(line for line in text.splitlines() if "s-headless" in line)
+    assert "idle" in line and "(hooks)" in line and "headless" in line
