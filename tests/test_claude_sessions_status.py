@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
+from agentwatch.grafana.build import PANE_STATES
 from tests.claude_spool import append, event
 from tests.conftest import run_cli
+from tests.dashboards import dashboard_queries
 from tests.test_idle_error import TmuxServer, program
 
 
@@ -67,3 +71,77 @@ def test_status_merges_hooks_and_panes_and_names_the_source(
     text = run_cli("--config", str(config), "status", *dirs).stdout
     line = next(line for line in text.splitlines() if "s-headless" in line)
     assert "idle" in line and "(hooks)" in line and "headless" in line
+
+
+def _labels(**labels: str) -> str:
+    return "{" + ",".join(f'{key}="{value}"' for key, value in labels.items()) + "}"
+
+
+def _series(metric: str, **labels: str) -> str:
+    return metric + _labels(job="agentwatch", instance="ws1", **labels)
+
+
+def test_the_dashboard_joins_each_session_to_what_its_pane_shows(tmp_path: Path) -> None:
+    """The sessions dashboard's "hooks and pane" table, evaluated by promtool on series as the
+    two sentinels write them: the pane column is the pane's state number, for tmux sessions
+    only; the hook column is the time in the hook state, labelled with it."""
+    queries = {
+        query.ref_id: query.expr
+        for query in dashboard_queries()
+        if query.panel == "Claude Code sessions: hooks and pane"
+    }
+    one, two = {"session": "s1", "project": "web"}, {"session": "s2", "project": "api"}
+    pane = {"tmux_session": "w", "pane": "%3", "agent": "claude"}
+    series = {
+        _series("agentwatch_claude_session_info", **one, mode="tmux", pane="%3"): "1x10",
+        _series("agentwatch_claude_session_info", **two, mode="headless", pane=""): "1x10",
+        _series("agentwatch_claude_session_state", **one, state="working"): "1x10",
+        _series("agentwatch_claude_session_state", **two, state="idle"): "1x10",
+        _series("agentwatch_claude_session_state_since_timestamp_seconds", **one): "0x10",
+        _series("agentwatch_claude_session_state_since_timestamp_seconds", **two): "0x10",
+        _series("agentwatch_pane_state", **pane, state="api_error"): "1x10",
+        _series("agentwatch_pane_state", **pane, state="working"): "0x10",
+    }
+    api_error = list(PANE_STATES).index("api_error") + 1
+    test = {
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": k, "values": v} for k, v in series.items()],
+                "promql_expr_test": [
+                    {
+                        "expr": queries["B"],
+                        "eval_time": "5m",
+                        "exp_samples": [
+                            {
+                                "labels": _labels(instance="ws1", **one, pane="%3"),
+                                "value": api_error,
+                            }
+                        ],
+                    },
+                    {
+                        "expr": queries["A"],
+                        "eval_time": "5m",
+                        "exp_samples": [
+                            {
+                                "labels": _labels(instance="ws1", **one, state="working"),
+                                "value": 300,
+                            },
+                            {
+                                "labels": _labels(instance="ws1", **two, state="idle"),
+                                "value": 300,
+                            },
+                        ],
+                    },
+                ],
+            }
+        ]
+    }
+    path = tmp_path / "dashboard_test.yml"
+    path.write_text(yaml.safe_dump(test))
+    promtool = shutil.which("promtool")
+    assert promtool
+    done = subprocess.run(
+        [promtool, "test", "rules", str(path)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

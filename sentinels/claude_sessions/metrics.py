@@ -111,12 +111,12 @@ def _session_families(table: Table) -> Iterator[Metric]:
         compactions.add_metric(labels, item.compactions)
         per_state[item.state] += 1
     yield from (state, since, last, failure, info, tools, tool_failures, subagents, compactions)
-    count = GaugeMetricFamily(
+    per_state_family = GaugeMetricFamily(
         "agentwatch_claude_sessions", "Recent Claude Code sessions per state.", labels=["state"]
     )
     for name, value in per_state.items():
-        count.add_metric([name], value)
-    yield count
+        per_state_family.add_metric([name], value)
+    yield per_state_family
 
 
 def _snapshot_families(table: Table, snapshots: Snapshots) -> Iterator[Metric]:
