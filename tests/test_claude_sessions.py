@@ -442,3 +442,27 @@ def test_once_through_the_real_cli_is_promtool_clean(tmp_path: Path) -> None:
     assert state_of(found, "s1") == "failed"
     assert 'project="we\\"ird\\\\x0aproj"' in text  # the newline is escaped, never raw
     assert os.stat(tmp_path / "claude-sessions.json").st_mode & 0o077 == 0
+
+
+def test_payload_text_in_the_spool_goes_nowhere(tmp_path: Path) -> None:
+    """A forged or future spool line with payload fields: only the contract's fields are
+    read, so planted text reaches no metric, no state and no log line."""
+    planted = "PLANTED-SECRET-sk-ant-0123456789"
+    append(
+        tmp_path,
+        event("s", "UserPromptSubmit", prompt=planted, p="web"),
+        event("s", "PreToolUse", tool="Bash", tool_input={"command": planted}),
+        event("s", "PostToolUseFailure", tool="Bash", tool_response=planted, error=planted),
+        event("s", "Stop", last_assistant_message=planted),
+    )
+    snapshot(tmp_path, "s", transcript_path=f"/home/{planted}", workspace={"cwd": planted})
+    dirs = ["--spool-dir", str(tmp_path / "spool"), "--state-dir", str(tmp_path)]
+    ran = run_cli("--log-level", "debug", "sentinel", "claude-sessions", "--once", *dirs)
+    assert ran.returncode == 0, ran.stderr
+    text = (tmp_path / "spool" / "claude-sessions.prom").read_text()
+    found = samples(text)
+    failures = "agentwatch_claude_session_tool_failures_total"
+    assert value(found, failures, session="s", project="web", tool="Bash") == 1
+    assert state_of(found, "s") == "idle"
+    for where in (text, (tmp_path / "claude-sessions.json").read_text(), ran.stderr):
+        assert "PLANTED" not in where

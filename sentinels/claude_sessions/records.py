@@ -39,7 +39,7 @@ def parse(line: bytes) -> dict[str, Any]:
     if raw.get("v") != claude_events.VERSION:
         raise Rejected("bad_version")
     name, when, session = raw.get("e"), raw.get("t"), raw.get("s")
-    if name not in claude_events.HOOK_EVENTS:
+    if name not in claude_events.HOOK_EVENTS and name != "PostToolUseFailure":
         raise Rejected("unknown_event")
     if (
         isinstance(when, bool)

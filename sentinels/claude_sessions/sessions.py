@@ -10,7 +10,8 @@ table of recent sessions.
     StopFailure                                -> failed  (keeps the failure kind)
     SessionEnd                                 -> ended  (compares the git HEAD)
     SubagentStop                               -> no change  (counts a sub-agent)
-PostToolUse counts a tool call (and a failure when `ok` is false) by tool name; tool names
+PostToolUse counts a tool call (and a failure when `ok` is false; Claude Code's own
+PostToolUseFailure counts the same) by tool name; tool names
 past `max_tools` fold into "other". An event for an `ended` session other than SessionStart
 changes nothing. A session is forgotten `session_ttl` after its newest event, and only the
 `max_sessions` most recently active are kept.
@@ -108,6 +109,8 @@ class Table:
     def apply(self, event: dict[str, Any], now: float) -> None:
         """One validated event (see records.parse)."""
         name, when = event["e"], min(float(event["t"]), now)
+        if name == "PostToolUseFailure":  # the writers write it as PostToolUse, ok false
+            name, event = "PostToolUse", {**event, "ok": False}
         session = self.sessions.get(event["s"])
         if session is None:
             project = event.get("p", "")
