@@ -121,3 +121,30 @@ def test_real_headless_sessions_end_on_the_exporter_with_commit_completion(
                 tuple(sorted({"session": session, "project": "hooked-repo", "mode": "headless",
                               "pane": ""}.items())))  # fmt: skip
         assert found[info] == 1
+
+
+def test_the_real_statusline_command_gives_the_official_quota_within_two_seconds(
+    tmp_path: Path, processes: list
+) -> None:
+    """The recorded 2.1.328 statusline payload of a subscription session (five_hour used 42 %)
+    through the real `agentwatch statusline`: 0.42 on the exporter within 2 s."""
+    state, spool, port = tmp_path / "state", tmp_path / "spool", free_port()
+    recorded = Path(__file__).parent / "fixtures" / "hooks" / "statusline-subscription.json"
+    assert json.loads(recorded.read_text())["rate_limits"]["five_hour"]["used_percentage"] == 42
+    dirs = ["--spool-dir", str(spool), "--state-dir", str(state)]
+    processes.append(subprocess.Popen([*CLI, "sentinel", "claude-sessions", *dirs]))
+    serve = ["--spool-dir", str(spool), "--listen", f"127.0.0.1:{port}"]
+    processes.append(subprocess.Popen([*CLI, "exporter", *serve]))
+    deadline = time.monotonic() + 30
+    while not _scrape(port) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    started = time.monotonic()
+    subprocess.run(
+        [AGENTWATCH, "statusline", "--state-dir", str(state)],
+        input=recorded.read_bytes(), capture_output=True, timeout=30, check=True,
+    )  # fmt: skip
+    key = ("agentwatch_quota_used_ratio", (("window", "five_hour"),))
+    while _scrape(port).get(key) != 0.42:
+        assert time.monotonic() - started < 2.0, "the quota reading is not on /metrics in 2 s"
+        time.sleep(0.02)
+    print(f"five_hour 0.42 on /metrics {time.monotonic() - started:.2f} s after the render")
