@@ -1,11 +1,13 @@
-"""Acceptance on the real Claude Code 2.1.328: headless `claude -p` runs with every hook on the
-real `agentwatch hook`, a live claude-sessions sentinel and the real exporter. Each session is
+"""Acceptance on the real Claude Code 2.1.328: with agentwatch installed (`agentwatch install`)
+into a fresh HOME's settings, headless `claude -p` runs call the real `agentwatch hook`; a live
+claude-sessions sentinel and the real exporter watch. Each session is
 `ended` with its project on /metrics within 2 s of its exit, and commit-completion tells the
 session that committed from the one that did not, in a real git repository."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -16,7 +18,6 @@ import pytest
 
 pytest.importorskip("agentwatch.cli.hook", reason="needs `agentwatch hook` (issue 14, writers)")
 
-from agentwatch.core import claude_events
 from agentwatch.demo.anthropic_api.script import parse
 from agentwatch.demo.anthropic_api.served import ServedLog
 from agentwatch.demo.anthropic_api.server import StandIn
@@ -74,6 +75,21 @@ def _wait_ended(port: int, project: str, count: int, bound: float) -> tuple[floa
     raise AssertionError(f"{count} ended session(s) of {project} not on /metrics in {bound} s")
 
 
+def install_into(home: Path, scratch: Path, state: Path) -> None:
+    """`agentwatch install` for real, into a fresh HOME (every XDG folder in the scratch)."""
+    config = scratch / "config.yaml"
+    config.write_text(f"state_dir: {state}\n")
+    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}
+    env["HOME"] = str(home)
+    for variable in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+        env[variable] = str(scratch / variable.lower())
+    done = subprocess.run([*CLI, "--config", str(config), "install"], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    assert set(settings["hooks"]) >= {"SessionStart", "SessionEnd", "PostToolUse"}
+
+
 def test_real_headless_sessions_end_on_the_exporter_with_commit_completion(
     tmp_path: Path, processes: list
 ) -> None:
@@ -83,11 +99,7 @@ def test_real_headless_sessions_end_on_the_exporter_with_commit_completion(
     git(repo, "init", "-q")
     git(repo, "commit", "-q", "--allow-empty", "-m", "start")
     prepare_home(home, [repo])
-    (home / ".claude").mkdir()
-    command = f"{AGENTWATCH} hook --state-dir {state}"
-    hooks = {event: [{"hooks": [{"type": "command", "command": command}]}]
-             for event in claude_events.HOOK_EVENTS}  # fmt: skip
-    (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+    install_into(home, tmp_path, state)
     port = free_port()
     dirs = ["--spool-dir", str(spool), "--state-dir", str(state)]
     processes.append(subprocess.Popen([*CLI, "sentinel", "claude-sessions", *dirs]))

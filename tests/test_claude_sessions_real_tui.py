@@ -1,5 +1,5 @@
-"""Acceptance on the real Claude Code 2.1.328 TUI: an interactive session in tmux, with its
-hooks on the real `agentwatch hook`, asks for a permission; claude-sessions shows it
+"""Acceptance on the real Claude Code 2.1.328 TUI: an interactive session in tmux, with
+agentwatch installed into its fresh HOME's settings, asks for a permission; claude-sessions shows it
 `waiting_for_permission` in its tmux pane, and `agentwatch status` merges that with what the
 idle-error classifier reads from the same pane."""
 
@@ -24,6 +24,7 @@ from agentwatch.demo.anthropic_api.server import StandIn
 from tests.claude_cli import claude_command, environment, prepare_home
 from tests.conftest import run_cli, samples
 from tests.real_screens import COLUMNS, ROWS, STARTUP, Tmux, wait_for
+from tests.test_claude_sessions_real_claude import install_into
 
 AGENTWATCH = str(Path(sys.executable).parent / "agentwatch")
 
@@ -34,11 +35,7 @@ def test_a_real_permission_prompt_in_tmux_is_waiting_for_permission(tmp_path: Pa
     project = tmp_path / "work" / "asking"
     project.mkdir(parents=True)
     prepare_home(home, [project])
-    (home / ".claude").mkdir()
-    command = f"{AGENTWATCH} hook --state-dir {state}"
-    hooks = {event: [{"hooks": [{"type": "command", "command": command}]}]
-             for event in claude_events.HOOK_EVENTS}  # fmt: skip
-    (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+    install_into(home, tmp_path, state)
     session = str(uuid.uuid4())
     steps = [
         {"tool_use": {"name": "Bash", "text": "I will run the tests.",
