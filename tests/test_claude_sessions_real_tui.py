@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 import tempfile
 import time
 import uuid
@@ -25,8 +24,6 @@ from tests.claude_cli import claude_command, environment, prepare_home
 from tests.conftest import run_cli, samples
 from tests.real_screens import COLUMNS, ROWS, STARTUP, Tmux, wait_for
 from tests.test_claude_sessions_real_claude import install_into
-
-AGENTWATCH = str(Path(sys.executable).parent / "agentwatch")
 
 
 def test_a_real_permission_prompt_in_tmux_is_waiting_for_permission(tmp_path: Path) -> None:
