@@ -466,3 +466,32 @@ def test_payload_text_in_the_spool_goes_nowhere(tmp_path: Path) -> None:
     assert state_of(found, "s") == "idle"
     for where in (text, (tmp_path / "claude-sessions.json").read_text(), ran.stderr):
         assert "PLANTED" not in where
+
+
+def test_a_fifo_in_place_of_the_spool_is_refused_without_blocking(tmp_path: Path) -> None:
+    """A FIFO at events.jsonl.1 must neither hang the sentinel nor keep events.jsonl from
+    being read; a FIFO at events.jsonl shows as failing until a real file is back."""
+    spool_dir = spool.folder(tmp_path)
+    os.mkfifo(spool_dir / claude_events.ROTATED)
+    append(tmp_path, event("s", "PostToolUse", tool="Bash"))
+    dirs = ["--spool-dir", str(tmp_path / "spool"), "--state-dir", str(tmp_path)]
+    ran = run_cli("sentinel", "claude-sessions", "--once", *dirs, timeout=30)
+    assert ran.returncode == 0, ran.stderr
+    found = samples((tmp_path / "spool" / "claude-sessions.prom").read_text())
+    assert tool_calls(found) == 1
+    assert value(found, "agentwatch_claude_spool_failing") == 1
+    assert "not a regular file" in ran.stderr
+
+    (spool_dir / claude_events.ROTATED).unlink()
+    rotate(tmp_path)
+    os.mkfifo(spool_dir / claude_events.EVENTS)
+    work = build(tmp_path)
+    work.cycle()
+    found = scrape(work)
+    assert value(found, "agentwatch_claude_spool_failing") == 1
+    (spool_dir / claude_events.EVENTS).unlink()
+    append(tmp_path, event("s", "PostToolUse", tool="Bash"))
+    work.cycle()
+    found = scrape(work)
+    assert value(found, "agentwatch_claude_spool_failing") == 0
+    assert tool_calls(found) == 2

@@ -59,6 +59,7 @@ SENTINEL = Sentinel(
         "agentwatch_claude_spool_resets_total",
         "agentwatch_claude_writer_failures_total",
         "agentwatch_claude_state_rejected_total",
+        "agentwatch_claude_spool_failing",
     ),
     build=_build,
 )

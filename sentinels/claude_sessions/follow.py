@@ -75,13 +75,20 @@ class Follower:
         self.lost = 0  # files gone (rotated away, or replaced) before they were read to the end
         self.truncated = 0  # times the followed file became shorter than the offset
         self.too_long = 0  # chunks without a line end, skipped
+        self.refused: bounded.FileRefused | None = None  # a spool file that is not a file
 
     def read(self, steps: int = 16) -> tuple[list[bytes], bool]:
         """New lines (without their line ends), and whether more may be waiting."""
         lines: list[bytes] = []
+        self.refused = None
         for _ in range(steps):
-            if not self._step(lines):
-                return lines, False
+            try:
+                if not self._step(lines):
+                    return lines, False
+            except OSError:
+                if lines:  # the position has moved past them: they must be applied now
+                    return lines, True
+                raise
         return lines, True
 
     def _look(self, path: Path, offset: int) -> Found | None:
@@ -91,6 +98,9 @@ class Follower:
             info, head = bounded.read_from(path, 0, MARK)
             again, data = bounded.read_from(path, offset, CHUNK)
         except FileNotFoundError:
+            return None
+        except bounded.FileRefused as refused:  # a FIFO or a device put there: never read,
+            self.refused = refused  # and it must not keep the other file from being read
             return None
         if again.st_ino != info.st_ino:
             return None

@@ -96,10 +96,14 @@ class ClaudeSessions:
         now = self.clock()
         try:
             lines, more = self.follower.read()
-            self.read_gate.succeeded()
         except OSError as err:
             self.read_gate.failed(err)
             lines, more = [], False
+        else:
+            if self.follower.refused is not None:
+                self.read_gate.failed(self.follower.refused)
+            else:
+                self.read_gate.succeeded()
         for line in lines:
             try:
                 event = parse(line)
@@ -108,24 +112,27 @@ class ClaudeSessions:
                 continue
             self.table.apply(event, now)
             self.counts["read"] += 1
-        self._take_follower_counts()
+        counted = self._take_follower_counts()
         before = len(self.table.sessions)
         self.table.expire(now)
-        changed = bool(lines) or len(self.table.sessions) != before
+        changed = bool(lines) or counted or len(self.table.sessions) != before
+        self.dirty = self.dirty or changed
         changed = self.snapshots.refresh() or changed
-        self.dirty = self.dirty or bool(lines) or len(self.table.sessions) != before
         self._save(force=not more and due)
         if more:
             return Outcome(changed=changed, again_in=0.0)
         # a save put off by the gap is made soon, not only at the next heartbeat
         return Outcome(changed=changed, again_in=SAVE_GAP if self.dirty else None)
 
-    def _take_follower_counts(self) -> None:
+    def _take_follower_counts(self) -> bool:
+        """Move the follower's counts into ours (saved with the position); whether any."""
         follower = self.follower
+        found = follower.lost + follower.truncated + follower.too_long
         self.counts["lost"] += follower.lost
         self.counts["truncated"] += follower.truncated
         self.counts["rejected.too_long"] += follower.too_long
         follower.lost = follower.truncated = follower.too_long = 0
+        return found > 0
 
     def _save(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -141,7 +148,14 @@ class ClaudeSessions:
         self.saved_at = now
 
     def families(self) -> Iterator[Metric]:
-        return families(self.table, self.snapshots, self.counts, self.folder, self.store.rejected)
+        return families(
+            self.table,
+            self.snapshots,
+            self.counts,
+            self.folder,
+            self.store.rejected,
+            self.read_gate.failing,
+        )
 
     def close(self) -> None:
         if self.observer is not None:

@@ -40,11 +40,21 @@ def writer_failures(folder: Path) -> dict[str, int]:
 
 
 def families(
-    table: Table, snapshots: Snapshots, counts: Counter[str], folder: Path, state_rejected: int
+    table: Table,
+    snapshots: Snapshots,
+    counts: Counter[str],
+    folder: Path,
+    state_rejected: int,
+    failing: bool,
 ) -> Iterator[Metric]:
     yield from _session_families(table)
     yield from _snapshot_families(table, snapshots)
     yield from _totals(table, counts, folder, state_rejected)
+    yield GaugeMetricFamily(
+        "agentwatch_claude_spool_failing",
+        "1 while the event spool cannot be read (unreadable, or not a regular file).",
+        value=1 if failing else 0,
+    )
 
 
 def _session_families(table: Table) -> Iterator[Metric]:
