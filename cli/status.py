@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentwatch.cli import common
+from agentwatch.cli import common, session_states
 from agentwatch.cli.exporter import spool_collector
 from agentwatch.controller import report
 from agentwatch.core import config
@@ -24,8 +24,10 @@ def add(commands: argparse._SubParsersAction) -> None:
         help="show each sentinel's health and the controller's decision (exit 1 if a "
         "sentinel is down)",
         description="Read the spool folder directly (no exporter needed) and show per "
-        "sentinel: up, stale, parse errors, age of its file; then the controller's decision "
-        "and the alerts behind it, from its state file.",
+        "sentinel: up, stale, parse errors, age of its file; one state per Claude Code "
+        "session (from its hooks, or its pane's classifier where that shows a stall) with "
+        "the source of each; then the controller's decision and the alerts behind it, from "
+        "its state file.",
     )
     common.add_dirs(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -65,9 +67,13 @@ def run(args: argparse.Namespace, cfg: config.Config) -> int:
     now = time.time()
     _, health = spool_collector(cfg, spool_dir).snapshot(now)
     decision_file, decision = newest_decision(decision_files(cfg, state_dir))
+    sessions = session_states.merged(spool_dir)
     if args.json:
         items = [item.as_dict(now) for item in health]
         report.attach(items, decision)
+        for entry in items:  # the list stays a list: sessions ride on their sentinel's entry
+            if entry.get("sentinel") == session_states.HOOK_SENTINEL:
+                entry["sessions"] = [row.as_dict() for row in sessions]
         print(json.dumps(items, indent=2))
     else:
         print(f"spool: {spool_dir}")
@@ -75,6 +81,13 @@ def run(args: argparse.Namespace, cfg: config.Config) -> int:
             when = "never" if item.last_write is None else age(now - item.last_write)
             line = f"  {item.sentinel:<20} {state_word(item):<8} last write {when}"
             print(line + (f"  ({item.error})" if item.error else ""))
+        if sessions:
+            print("sessions:")
+        for row in sessions:
+            since = "" if row.since is None else f" since {age(now - row.since)}"
+            where = f" pane {row.pane}" if row.pane else " headless" if row.source != "pane" else ""
+            project = f" {row.project}" if row.project else ""
+            print(f"  {row.session:<36} {row.state:<22} ({row.source}){project}{where}{since}")
         if decision is None:
             print(f"controller: no decision yet ({decision_file} does not exist)")
         else:

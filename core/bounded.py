@@ -82,3 +82,19 @@ def _kind(mode: int) -> str:
         if test(mode):
             return name
     return "not a file"
+
+
+def read_from(path: Path | str, offset: int, limit: int) -> tuple[os.stat_result, bytes]:
+    """The regular file `path`'s identity (fstat of what was opened) and at most `limit`
+    bytes from `offset`, for a reader that follows an append-only file by inode and
+    position; the file may be any size (FileRefused only when it is not a regular file)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise FileRefused(path, "not_regular", f"not a regular file ({_kind(info.st_mode)})")
+        if offset >= info.st_size or limit <= 0:
+            return info, b""
+        return info, os.pread(descriptor, min(limit, info.st_size - offset), offset)
+    finally:
+        os.close(descriptor)

@@ -852,6 +852,135 @@ def _time_in_state() -> str:
     return f"({since}) * on ({per_host(PANE)}) group_left (state) ({current} == 1)"
 
 
+# Claude Code session states of the claude-sessions sentinel (docs/metrics.md), numbered for
+# the timeline like the pane states.
+CLAUDE_STATES = {
+    "working": "green",
+    "waiting_for_permission": "yellow",
+    "waiting_for_input": "blue",
+    "idle": "light-blue",
+    "compacting": "purple",
+    "ended": "text",
+    "failed": "red",
+}
+CLAUDE_SESSION = "session, project"  # a Claude Code session of the claude-sessions sentinel
+
+
+def _claude_state_index() -> str:
+    """Each Claude Code session's current state as its number in CLAUDE_STATES (1-based)."""
+    parts = [
+        sel("agentwatch_claude_session_state", f'state="{state}"') + f" * {number}"
+        for number, state in enumerate(CLAUDE_STATES, start=1)
+    ]
+    return f"sum by ({per_host(CLAUDE_SESSION)}) (" + " or ".join(parts) + ")"
+
+
+def _claude_time_in_state() -> str:
+    """Seconds each Claude Code session has been in its hook state, labelled with that state."""
+    since = age(
+        "agentwatch_claude_session_state_since_timestamp_seconds", PROJECT, by=CLAUDE_SESSION
+    )
+    current = gauge_by("agentwatch_claude_session_state", PROJECT, by=f"{CLAUDE_SESSION}, state")
+    return f"({since}) * on ({per_host(CLAUDE_SESSION)}) group_left (state) ({current} == 1)"
+
+
+def _claude_pane_state() -> str:
+    """What the pane of each Claude Code session in tmux shows (idle-error), as the pane
+    state's number (mapped to its name in the table): the second source of its state."""
+    info = gauge_by(
+        "agentwatch_claude_session_info", PROJECT, 'mode="tmux"', by=f"{CLAUDE_SESSION}, pane"
+    )
+    joined = f"{info} * on ({per_host('pane')}) group_left () ({_pane_state_index()})"
+    return f"max by ({per_host(CLAUDE_SESSION + ', pane')}) ({joined})"
+
+
+def claude_sessions_panels() -> list[Panel]:
+    """The Claude Code sessions as their own hooks and statusline report them."""
+    numbers = {n: (state, color) for n, (state, color) in enumerate(CLAUDE_STATES.items(), 1)}
+    pane_numbers = {n: (state, color) for n, (state, color) in enumerate(PANE_STATES.items(), 1)}
+    session = gauges_by(PROJECT, by=CLAUDE_SESSION)
+    return [
+        *counts_now_and_over_time(
+            level("agentwatch_claude_sessions", by="state", how="sum"),
+            now=(
+                "Claude Code sessions by state",
+                "Recent Claude Code sessions (headless ones too) by the state their hooks report.",
+            ),
+            over_time=("Claude Code sessions by state over time", "Recent sessions per state."),
+        ),
+        state_timeline(
+            "Claude Code session states",
+            "Each recent Claude Code session's state over time, from its hook events.",
+            target(_claude_state_index(), legend_for(CLAUDE_SESSION)),
+            mapping(numbers),
+        ),
+        table(
+            "Claude Code sessions: hooks and pane",
+            "One row per recent session: the state its hooks report and for how long, what its "
+            "tmux pane shows where it has one (the idle-error classifier: a stall there wins "
+            "over the hooks, as in `agentwatch status`), and its statusline figures.",
+            [
+                (_claude_time_in_state(), "in hook state for", "s"),
+                (_claude_pane_state(), "pane shows", "short"),
+                (session("agentwatch_claude_session_cost_usd"), "cost (statusline)", "currencyUSD"),
+                (
+                    session("agentwatch_claude_session_context_used_ratio"),
+                    "context used",
+                    "percentunit",
+                ),
+                (
+                    session("agentwatch_claude_session_cache_hit_ratio"),
+                    "cache hits",
+                    "percentunit",
+                ),
+            ],
+            sort_by="in hook state for",
+            mappings={"pane shows": mapping(pane_numbers)},
+        ),
+        timeseries(
+            "Tool calls per hour by tool",
+            "Tool calls of all recent Claude Code sessions (PostToolUse), by tool.",
+            hourly("agentwatch_claude_session_tool_calls_total", PROJECT, by="tool"),
+            bars=True,
+        ),
+        timeseries(
+            "Tool failures per hour by tool",
+            "Tool calls that failed, by tool.",
+            hourly("agentwatch_claude_session_tool_failures_total", PROJECT, by="tool"),
+            bars=True,
+        ),
+        bargauge(
+            "Sessions ended without a commit over the range",
+            "Sessions that ended normally with the git HEAD they started with, by project "
+            "(an unknown HEAD is never counted); the info alert fires on each.",
+            target(
+                sort_desc(
+                    increase("agentwatch_sessions_without_commit_total", PROJECT, by="project")
+                ),
+                "{{project}}",
+            ),
+            w=12,
+        ),
+        bargauge(
+            "Official quota used by window",
+            "Claude Code's own rate-limit windows (five_hour, seven_day, ...) from the freshest "
+            "statusline of a subscription session; empty for API-key sessions.",
+            level("agentwatch_quota_used_ratio", by="window"),
+            "percentunit",
+            w=6,
+        ),
+        stat(
+            "Quota reading age",
+            "How old the statusline reading the quota comes from is.",
+            target(age("agentwatch_quota_reading_timestamp_seconds")),
+            "s",
+            w=6,
+            h=8,
+            no_value="no reading yet",
+        ),
+    ]
+
+
 def sessions() -> Dashboard:
     tokens = ("agentwatch_session_tokens_total", PROJECT, FRESH)
     cost = ("agentwatch_session_cost_usd_total", PROJECT)
@@ -977,9 +1106,19 @@ def sessions() -> Dashboard:
     return dashboard(
         "agentwatch-sessions",
         "agentwatch / Sessions",
-        "Which sessions burn tokens and money, API errors, and what each agent pane is doing.",
+        "Which sessions burn tokens and money, API errors, what each agent pane is doing, and "
+        "each Claude Code session's state from its own hooks.",
         [label_variable("project", "Project", "agentwatch_session_cost_usd_total")],
-        [Row("Burners"), *burn, Row("API errors"), *errors, Row("Panes"), *panes],
+        [
+            Row("Burners"),
+            *burn,
+            Row("API errors"),
+            *errors,
+            Row("Panes"),
+            *panes,
+            Row("Claude Code sessions (hooks)"),
+            *claude_sessions_panels(),
+        ],
     )
 
 

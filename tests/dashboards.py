@@ -40,6 +40,7 @@ NO_SESSIONS = (
     "no agent session runs while the controller holds the demo at 0 agents (breaker open "
     "after the demo's API error)"
 )
+NO_HOOKS = "the demo's Claude Code sessions do not run agentwatch's hooks yet (issue 14)"
 MAY_BE_EMPTY: dict[tuple[str, ...], str] = {
     ("agentwatch-releases", "*"): "no repository is configured in the demo, and every "
     "release series carries the configured repo",
@@ -55,6 +56,15 @@ MAY_BE_EMPTY: dict[tuple[str, ...], str] = {
     "session writes its API error, a few turns after the start",
     ("agentwatch-sessions", "Pane states"): NO_SESSIONS,
     ("agentwatch-sessions", "Panes not working"): "empty while every agent pane is working",
+    ("agentwatch-sessions", "Claude Code session states"): NO_HOOKS,
+    ("agentwatch-sessions", "Claude Code sessions: hooks and pane"): NO_HOOKS,
+    ("agentwatch-sessions", "Tool calls per hour by tool"): NO_HOOKS,
+    ("agentwatch-sessions", "Tool failures per hour by tool"): NO_HOOKS,
+    ("agentwatch-sessions", "Sessions ended without a commit over the range"): NO_HOOKS,
+    ("agentwatch-sessions", "Official quota used by window"): "only subscription sessions "
+    "send rate limits in their statusline; the demo's sessions use an API key",
+    ("agentwatch-sessions", "Quota reading age"): "only subscription sessions send rate "
+    "limits in their statusline; the demo's sessions use an API key",
     ("agentwatch-host", "CPU per session (cores)", "A"): NO_SESSIONS,
     ("agentwatch-host", "Memory per session", "A"): NO_SESSIONS,
     ("agentwatch-host", "Processes per session"): NO_SESSIONS,

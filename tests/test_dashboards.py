@@ -70,6 +70,8 @@ COVERAGE = {
     "agentwatch-sessions": {
         "agentwatch_session_tokens_total", "agentwatch_session_cost_usd_total",
         "agentwatch_api_errors_total", "agentwatch_pane_state", "agentwatch_panes",
+        "agentwatch_claude_session_state", "agentwatch_claude_session_info",
+        "agentwatch_quota_used_ratio", "agentwatch_sessions_without_commit_total",
     },
     "agentwatch-host": {
         "agentwatch_footprint_processes", "agentwatch_footprint_agent_processes",

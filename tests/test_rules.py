@@ -150,6 +150,18 @@ MUTATIONS = [
         "increase(agentwatch_api_errors_total[10m])) >= 2",
         "capacity_test.yml",
     ),
+    (
+        "alerts-claude-sessions.rules.yml",
+        '{state="waiting_for_permission"} == 1)',
+        '{state=~"waiting_for_permission|working"} == 1)',
+        "claude_sessions_test.yml",
+    ),
+    (
+        "alerts-claude-sessions.rules.yml",
+        "increase(agentwatch_sessions_without_commit_total[1h])\n          ) > 0",
+        "increase(agentwatch_sessions_without_commit_total[1h])\n          ) > 1",
+        "claude_sessions_test.yml",
+    ),
     # Back to "the most lenient host's threshold applies everywhere".
     (
         "alerts-capacity.rules.yml",
