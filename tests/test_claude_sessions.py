@@ -495,3 +495,14 @@ def test_a_fifo_in_place_of_the_spool_is_refused_without_blocking(tmp_path: Path
     found = scrape(work)
     assert value(found, "agentwatch_claude_spool_failing") == 0
     assert tool_calls(found) == 2
+
+
+def test_a_permission_request_waits_for_permission_as_the_dialog_opens(tmp_path: Path) -> None:
+    """2.1.328 runs the PermissionRequest hook when the dialog opens; its permission
+    Notification comes 6 s later. The first one is enough."""
+    start = time.time() - 10
+    append(tmp_path, event("s-ask", "PreToolUse", start, p="web", tool="Bash"))
+    append(tmp_path, event("s-ask", "PermissionRequest", start + 1, p="web", tool="Bash"))
+    work = build(tmp_path)
+    work.cycle()
+    assert state_of(scrape(work), "s-ask") == "waiting_for_permission"

@@ -14,10 +14,6 @@ import time
 import urllib.request
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("agentwatch.cli.hook", reason="needs `agentwatch hook` (issue 14, writers)")
-
 from agentwatch.demo.anthropic_api.script import parse
 from agentwatch.demo.anthropic_api.served import ServedLog
 from agentwatch.demo.anthropic_api.server import StandIn

@@ -12,10 +12,6 @@ import time
 import uuid
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("agentwatch.cli.hook", reason="needs `agentwatch hook` (issue 14, writers)")
-
 from agentwatch.core import claude_events
 from agentwatch.demo.anthropic_api.script import parse
 from agentwatch.demo.anthropic_api.served import ServedLog

@@ -3,7 +3,8 @@ table of recent sessions.
 
     SessionStart                               -> idle  (records the git HEAD)
     UserPromptSubmit, PreToolUse, PostToolUse  -> working
-    Notification of a permission kind          -> waiting_for_permission
+    PermissionRequest                          -> waiting_for_permission  (as the dialog opens)
+    Notification of a permission kind          -> waiting_for_permission  (6 s later)
     Notification of an idle kind               -> waiting_for_input
     Stop                                       -> idle
     PreCompact                                 -> compacting  (counts a compaction)
@@ -142,6 +143,8 @@ class Table:
                 if event.get("ok") is False:
                     session.tool_failures[tool] = session.tool_failures.get(tool, 0) + 1
             return "working"
+        if name == "PermissionRequest":
+            return "waiting_for_permission"
         if name == "Notification":
             return notification_state(event.get("kind", ""))
         if name == "Stop":
