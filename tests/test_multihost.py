@@ -37,6 +37,7 @@ from typing import Any
 import requests
 import yaml
 
+from agentwatch.sentinels import registry
 from tests.conftest import CLI, free_port
 from tests.dashboards import ROOT, dashboard_queries
 
@@ -59,7 +60,7 @@ def host_config(folder: Path, token: str, threshold: int) -> tuple[Path, str]:
         )
     )
     listen = f"127.0.0.1:{free_port()}"
-    others = ("token-ledger", "resources", "release-readiness", "idle-error")
+    others = [name for name in registry.sentinels() if name != "footprint"]
     values: dict[str, Any] = {
         "exporter": {"listen": listen},
         "thresholds": {"footprint_processes": threshold},

@@ -53,6 +53,7 @@ import pytest
 import requests
 import yaml
 
+from agentwatch.sentinels import registry
 from tests.conftest import CLI, local_config, samples, token_totals
 from tests.transcripts import assistant, encode, user_line
 
@@ -64,7 +65,7 @@ WARM_UP = 8.0  # after the last restart, before the memory/fd baseline
 RSS_BOUND = 30 * 1024 * 1024
 FD_BOUND = 20
 CATCH_UP_SECONDS = 60.0
-SENTINELS = ("token-ledger", "resources", "footprint", "idle-error", "release-readiness")
+SENTINELS = tuple(registry.sentinels())  # every sentinel there is
 SLEEP = shutil.which("sleep") or "/bin/sleep"
 DASH = shutil.which("dash") or "/bin/sh"
 TMUX = shutil.which("tmux")
