@@ -341,9 +341,9 @@ class Server(HTTPServer):
             threading.Thread(target=self._work, name=f"http-worker-{n}", daemon=True)
             for n in range(workers)
         ]
-        self._intake.start()
-        for thread in self._workers:
+        for thread in self._workers:  # all of them before the first connection is taken
             thread.start()
+        self._intake.start()
 
     @property
     def scheme(self) -> str:
