@@ -106,10 +106,9 @@ def run(state: Path) -> None:
 def main(argv: list[str]) -> int:
     """Exit 0 whatever happens: Claude Code must never see agentwatch fail."""
     try:
-        from agentwatch.cli.payload import state_dir_option
+        from agentwatch.cli.payload import state_dir
 
-        option = state_dir_option(argv)
-        run(Path(option) if option else claude_events.state_dir())
+        run(state_dir(argv))
     except BaseException:  # the hook must not fail Claude Code, ever (counted where it can)
         return 0
     return 0

@@ -9,6 +9,7 @@ import json
 import os
 import select
 import time
+from pathlib import Path
 
 from agentwatch.core import claude_events
 
@@ -51,12 +52,13 @@ def parse(data: bytes) -> dict[str, object] | None:
     return value if isinstance(value, dict) else None
 
 
-def state_dir_option(argv: list[str]) -> str | None:
-    """`--state-dir DIR` or `--state-dir=DIR` from the command's arguments (argparse costs
-    more than a hook may take; anything else on the line is ignored, never an error)."""
+def state_dir(argv: list[str]) -> Path:
+    """The state dir of `--state-dir DIR` or `--state-dir=DIR` in the command's arguments, else
+    the writers' default (argparse costs more than a hook may take; anything else on the line
+    is ignored, never an error)."""
     for index, argument in enumerate(argv):
         if argument == "--state-dir" and index + 1 < len(argv):
-            return argv[index + 1]
+            return Path(argv[index + 1])
         if argument.startswith("--state-dir="):
-            return argument.split("=", 1)[1]
-    return None
+            return Path(argument.split("=", 1)[1])
+    return claude_events.state_dir()

@@ -203,10 +203,9 @@ def run(state: Path, out: BinaryIO) -> None:
 def main(argv: list[str]) -> int:
     """Exit 0 whatever happens: a broken status line must not break the session."""
     try:
-        from agentwatch.cli.payload import state_dir_option
+        from agentwatch.cli.payload import state_dir
 
-        option = state_dir_option(argv)
-        run(Path(option) if option else claude_events.state_dir(), sys.stdout.buffer)
+        run(state_dir(argv), sys.stdout.buffer)
     except BaseException:  # printed what it could; Claude Code must see no failure
         return 0
     return 0
