@@ -17,6 +17,7 @@ from agentwatch.cli import (
     hash_password,
     hook,
     install,
+    run_budget,
     sentinel,
     status,
     statusline,
@@ -33,6 +34,7 @@ WITH_CONFIG = {
     "controller": controller,
     "ack": ack,
     "classify-pane": classify_pane,
+    "run-budget": run_budget,
 }
 
 
@@ -63,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--log-level", choices=["debug", "info", "warning", "error"], help="override log_level"
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (exporter, sentinel, up, status, controller, ack, hash_password):
+    for module in (exporter, sentinel, up, status, controller, ack, run_budget, hash_password):
         module.add(commands)
     install.add(commands)
     configuration.add(commands)
