@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
+import re
+from calendar import timegm
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +28,52 @@ from agentwatch.core.sanitize import label_value
 log = logging.getLogger("agentwatch.controller")
 
 ACTION_LABEL = "agentwatch_action"
-ACTIONS = ("shrink", "pause", "breaker", "stop", "defer_tier", "fail_task", "nudge")
+ACTIONS = (
+    "shrink",
+    "pause",
+    "breaker",
+    "stop",
+    "defer_tier",
+    "fail_task",
+    "nudge",
+    "grow",
+    "burn",
+)
+# RFC 3339 as Alertmanager writes startsAt: nanoseconds optional, Z or a numeric offset.
+_TIME = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|z|[+-]\d{2}:\d{2})$"
+)
+
+
+def parse_time(text: str) -> float | None:
+    """Unix seconds of an RFC 3339 timestamp, None for anything else (never an error: an
+    unreadable startsAt only means the alert's age is unknown)."""
+    match = _TIME.match(text) if len(text) <= 64 else None
+    if not match:
+        return None
+    year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+    fraction, zone = match.group(7), match.group(8)
+    if not (1 <= month <= 12 and 1 <= day <= 31 and hour < 24 and minute < 60 and second < 61):
+        return None
+    try:
+        seconds = float(timegm((year, month, day, hour, minute, second, 0, 0, 0)))
+    except (OverflowError, ValueError):
+        return None
+    if zone not in ("Z", "z"):
+        sign = 1 if zone[0] == "+" else -1
+        seconds -= sign * (int(zone[1:3]) * 3600 + int(zone[4:6]) * 60)
+    return seconds + (float(fraction) if fraction else 0.0)
+
+
+def parse_rate(value: Any) -> float | None:
+    """The `rate` annotation (a plain non-negative number as text), else None."""
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
 
 
 @dataclass(frozen=True)
@@ -38,6 +86,12 @@ class Alert:
     starts_at: str = ""
     silenced: bool = False
     inhibited: bool = False
+    rate: float | None = None  # the `rate` annotation of burn alerts (tokens per hour)
+
+    @property
+    def started(self) -> float | None:
+        """startsAt in Unix seconds (None when absent or unreadable)."""
+        return parse_time(self.starts_at) if self.starts_at else None
 
     @property
     def action(self) -> str | None:
@@ -119,6 +173,8 @@ def parse_alert(item: Any) -> Alert:
     if not fingerprint:
         fingerprint = _fingerprint(labels)
     starts_at = item.get("startsAt")
+    annotations = item.get("annotations")
+    rate = parse_rate(annotations.get("rate")) if isinstance(annotations, Mapping) else None
     name = labels.get("alertname", "")
     return Alert(
         name=label_value(name) if name else unnamed(label_value(fingerprint)),
@@ -127,6 +183,7 @@ def parse_alert(item: Any) -> Alert:
         starts_at=starts_at if isinstance(starts_at, str) else "",
         silenced=bool(silenced_by),
         inhibited=bool(inhibited_by) or suppressed_unexplained,
+        rate=rate,
     )
 
 
@@ -154,13 +211,17 @@ def merge(answers: Iterable[list[Alert]]) -> list[Alert]:
             if seen is None:
                 merged[alert.fingerprint] = alert
                 continue
+            starts = [a for a in (seen, alert) if a.started is not None]
+            earliest = min(starts, key=lambda a: a.started or 0.0) if starts else seen
             merged[alert.fingerprint] = Alert(
                 name=seen.name,
                 labels=seen.labels,
                 fingerprint=seen.fingerprint,
-                starts_at=min(filter(None, (seen.starts_at, alert.starts_at)), default=""),
+                starts_at=earliest.starts_at
+                or min(filter(None, (seen.starts_at, alert.starts_at)), default=""),
                 silenced=seen.silenced or alert.silenced,
                 inhibited=seen.inhibited or alert.inhibited,
+                rate=seen.rate if seen.rate is not None else alert.rate,
             )
     return sorted(merged.values(), key=lambda a: (a.name, a.fingerprint))
 

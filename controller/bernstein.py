@@ -10,6 +10,7 @@ out, never guessed.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
@@ -28,6 +29,20 @@ TASK_STATUSES = ("open", "claimed", "in_progress", "done", "failed", "blocked", 
 OPEN_STATUSES = {"open", "claimed", "in_progress", "pending", "blocked"}
 MAX_DEADLINE_SERIES = 100
 FAILED_TASK_MEMORY = 3600.0  # seconds a failed task id is remembered after its alert went
+KNOWN_DEADLINES = 200  # deadlines remembered from past /tasks reads, for the fail reason
+
+
+def fail_reason(deadline: float | None, now: float, alerts: str) -> str:
+    """The reason posted with a fail: it states the deadline, so the next attempt (and the
+    human reading the task) knows why and that a retry needs a new one."""
+    if deadline is None:
+        return f"Deadline exceeded (agentwatch alert {alerts}). A retry needs a new deadline."
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(deadline))
+    ago = max(now - deadline, 0.0)
+    return (
+        f"Deadline exceeded: the deadline {when} passed {ago:.0f} s ago (agentwatch alert "
+        f"{alerts}). A retry needs a new deadline."
+    )
 
 
 class BernsteinAdapter:
@@ -50,6 +65,7 @@ class BernsteinAdapter:
             path: FailureGate(log, f"Bernstein GET {redact(url)}{path}")
             for path in ("/status", "/costs/current", "/tasks")
         }
+        self.known_deadlines: dict[str, float] = {}
 
     @staticmethod
     def desired(public: Mapping[str, Any]) -> tuple[int, bool]:
@@ -104,7 +120,7 @@ class BernsteinAdapter:
         reasons = ", ".join(public.get("actions", {}).get("fail_task", [])) or "deadline"
         for task in self._unfailed(public, memo):
             path = f"/tasks/{quote(task, safe='')}/fail"
-            body = {"reason": f"Deadline exceeded (agentwatch alert {reasons})"}
+            body = {"reason": fail_reason(self.known_deadlines.get(task), now, reasons)}
             try:
                 request_json(self.session, "POST", join(self.url, path), self.timeout, body, False)
             except HttpError as err:
@@ -153,6 +169,10 @@ class BernsteinAdapter:
             reading.cost_usd = spent if spent is not None else reading.cost_usd
             reading.budget_usd = number(costs.get("budget_usd"))
         reading.deadlines = self._deadlines(self._get("/tasks"))
+        self.known_deadlines.update(reading.deadlines)
+        if len(self.known_deadlines) > KNOWN_DEADLINES:
+            latest = sorted(self.known_deadlines.items(), key=lambda item: item[1])
+            self.known_deadlines = dict(latest[-KNOWN_DEADLINES:])
         return reading
 
     @staticmethod

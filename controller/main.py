@@ -23,6 +23,7 @@ from agentwatch.controller import adapters, metrics, orchestrators, policy, serv
 from agentwatch.controller.alerts import AlertReader
 from agentwatch.controller.budget import BudgetResolver
 from agentwatch.controller.nudge import Nudger
+from agentwatch.controller.spend import SpendReader
 from agentwatch.controller.web import redact
 from agentwatch.core import claude, paths
 from agentwatch.core.config import Config
@@ -44,6 +45,9 @@ def settings_from(section: Mapping[str, Any]) -> policy.Settings:
         probe_window=float(section["probe_window"]),
         hold_for=float(section["hold_for"]),
         fallback=str(section["fallback"]),
+        escalate_after=float(section["burn"]["escalate_after"]),
+        verify_after=float(section["burn"]["verify_after"]),
+        verify_fraction=float(section["burn"]["verify_fraction"]),
     )
 
 
@@ -71,13 +75,23 @@ class Controller:
         adapter: adapters.Adapter | None,
         env: Mapping[str, str],
         spool_dir: Path | None = None,
+        state_dir: Path | None = None,
     ):
         section = config["controller"]
         self.settings = settings
         self.state_file = state_file
         self.env = env
         self.reader = AlertReader(urls, float(section["timeout"]), match=section["match_labels"])
-        self.budget = BudgetResolver(section["run_config_file"], float(section["budget_usd"]))
+        self.budget = BudgetResolver(
+            section["run_config_file"],
+            float(section["budget_usd"]),
+            section["bernstein_config_file"],
+        )
+        self.spend = SpendReader(
+            spool_dir if spool_dir is not None else config.spool_dir,
+            state_dir if state_dir is not None else config.state_dir,
+            str(section["budget_period"]),
+        )
         self.memory = state.load(state_file, settings)
         if self.memory.discarded is not None:
             self.memory.count("state_discarded", self.memory.discarded)
@@ -120,6 +134,10 @@ class Controller:
         self.memory.policy = decided
         for reason in decided.changes:
             self.memory.count("decisions", reason)
+        for note in decided.notes:
+            log.info("%s", note)
+        for task in self.memory.deadline_exceeded(decided.fail_tasks, now):
+            log.info("task %s failed for its deadline (counted once)", task)
         budget = self.budget.resolve(self.env)
         public = state.decision(decided, self.settings, budget)
         self._log_change(previous, decided, public)
@@ -133,6 +151,10 @@ class Controller:
         if self.driver is not None:
             self.view.adapter_failing = self.driver.failing
             self.view.reading = self.driver.reading
+        reading = self.view.reading
+        self.view.spent = self.spend.read(
+            reading.cost_usd if reading is not None and reading.up else None
+        )
         try:
             state.write(self.state_file, state.document(public, self.memory))
         except OSError as err:
@@ -215,7 +237,9 @@ def run(config: Config, args: argparse.Namespace) -> int:
     spool_dir = getattr(args, "spool_dir", None) or config.spool_dir
     paths.ensure_dir(spool_dir, mode=0o755)
     paths.ensure_dir(state_file.parent)
-    controller = Controller(config, settings, urls, state_file, adapter, os.environ, spool_dir)
+    controller = Controller(
+        config, settings, urls, state_file, adapter, os.environ, spool_dir, state_dir
+    )
     interval = float(section["interval"])
     loop = Loop(NAME, interval, spool_dir)
     once = bool(getattr(args, "once", False))

@@ -4,7 +4,10 @@ Every family is always written (so its HELP/TYPE exist even before a value does)
 things that are not known right now (no Alertmanager success yet, no orchestrator reading) are
 left out rather than shown stale. Counters are read from the persisted memory, so they keep
 counting across `controller --once` runs. Labels are bounded: configured Alertmanagers, fixed
-state/tier/reason/result sets, and at most 100 task ids of open tasks with a deadline.
+state/tier/reason/result sets, at most 100 task ids of open tasks with a deadline and 100 of
+tasks failed for theirs, and one series per throttled burn (labels of the alerts behind it).
+The `bernstein_*` families repeat values under the names Bernstein's own docs use, for
+dashboards built on them.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamil
 from agentwatch.controller.adapters import ADAPTERS, Reading
 from agentwatch.controller.alerts import ACTIONS, Alert
 from agentwatch.controller.budget import SOURCES
+from agentwatch.controller.burn import Burn
 from agentwatch.controller.nudge import RESULTS
 from agentwatch.controller.policy import (
     BREAKER_STATES,
@@ -25,6 +29,7 @@ from agentwatch.controller.policy import (
     TIERS,
     Settings,
 )
+from agentwatch.controller.spend import Spend
 from agentwatch.controller.state import DISCARD_REASONS, Memory
 from agentwatch.controller.web import REASONS
 
@@ -45,6 +50,7 @@ class View:
     adapter: str | None = None
     adapter_failing: bool = False
     reading: Reading | None = None
+    spent: Spend | None = None
 
 
 def _gauge(name: str, doc: str, value: float | None = None) -> GaugeMetricFamily:
@@ -173,6 +179,8 @@ def families(view: View) -> Iterator[Metric]:
         "source",
         {source if source in SOURCES else "default": limit},
     )
+    yield from budget_families(view)
+    yield from burn_families(view.memory.policy.burns, settings)
     yield from orchestrator_families(view.reading)
 
 
@@ -199,3 +207,76 @@ def orchestrator_families(reading: Reading | None) -> Iterator[Metric]:
         "task",
         r.deadlines,
     )
+
+
+def budget_families(view: View) -> Iterator[Metric]:
+    """Spend against the cap, and Bernstein's names for the same numbers."""
+    limit, spent = view.budget[0], view.spent
+    remaining = limit - spent.usd if spent is not None and limit > 0 else None
+    yield _labeled(
+        "agentwatch_budget_spent_usd",
+        "Spend the budget counts in USD: the larger of the ledger's and the orchestrator's.",
+        "period",
+        {spent.period: spent.usd} if spent is not None else {},
+    )
+    yield _gauge(
+        "agentwatch_budget_remaining_usd", "Budget cap minus spend (only while capped).", remaining
+    )
+    yield _gauge(
+        "bernstein_parallelism_level",
+        "Agents the orchestrator may run now (Bernstein's name for effective_max_agents).",
+        view.memory.policy.effective_max_agents,
+    )
+    yield _gauge(
+        "bernstein_run_cost_usd",
+        "Spend the budget counts in USD (Bernstein's name).",
+        spent.usd if spent is not None else None,
+    )
+    yield _gauge(
+        "bernstein_run_budget_remaining_usd",
+        "Budget cap minus spend (Bernstein's name; only while capped).",
+        remaining,
+    )
+    for name in ("bernstein_task_deadline_exceeded", "agentwatch_task_deadline_exceeded"):
+        family = CounterMetricFamily(
+            name, "Tasks the controller failed for their deadline (last 100).", labels=["task"]
+        )
+        for task in sorted(view.memory.deadlines):
+            family.add_metric([task], 1.0)
+        yield family
+
+
+BURN_LABELS = ["alertname", "project", "session"]
+
+
+def burn_families(burns: tuple[Burn, ...], settings: Settings) -> Iterator[Metric]:
+    """The burn runbook's throttles, for the verifier rule and the dashboards."""
+    escalation = GaugeMetricFamily(
+        C + "burn_escalation",
+        "1 while the controller throttles for an unacknowledged burn, by step.",
+        labels=[*BURN_LABELS, "step"],
+    )
+    pre = GaugeMetricFamily(
+        C + "burn_pre_throttle_rate",
+        "Fresh tokens per hour of the burn when its throttle began.",
+        labels=BURN_LABELS,
+    )
+    due = GaugeMetricFamily(
+        C + "burn_verify_due_timestamp_seconds",
+        "When the throttle is judged: its start plus burn.verify_after.",
+        labels=BURN_LABELS,
+    )
+    target = GaugeMetricFamily(
+        C + "burn_target_rate",
+        "The rate the burn must fall below: burn.verify_fraction of the pre-throttle rate.",
+        labels=BURN_LABELS,
+    )
+    for burn in burns:
+        labels = [burn.alertname, burn.project, burn.session]
+        if burn.active:
+            escalation.add_metric([*labels, burn.step], 1.0)
+        due.add_metric(labels, burn.throttled_at + settings.verify_after)
+        if burn.pre_rate is not None:
+            pre.add_metric(labels, burn.pre_rate)
+            target.add_metric(labels, settings.verify_fraction * burn.pre_rate)
+    yield from (escalation, pre, due, target)

@@ -3,8 +3,10 @@
 No I/O and no clock here, so every transition is tested with a fake clock. The design avoids
 the adaptive-parallelism bugs seen in Bernstein:
 - the floor is a clamp, never a "restore" target, so the level cannot saw-tooth or snap back;
-- a shrink takes one step per cooldown (not per tick) and growth one step per sustain period,
-  at most one step per cycle;
+- a shrink takes one step per cooldown (not per tick); growth (as Bernstein specifies it) one
+  step per sustain period, and only while a `grow` alert (a low error rate) is active: without
+  one the level holds;
+- an unacknowledged burn alert escalates by its age to a shrink, then a pause (burn.py);
 - pause, stop and the breaker gate spawning without touching the level, so the level before a
   pause is exactly the level after it (a shrink alert active during the pause still shrinks);
   growth waits while anything gates spawning;
@@ -19,6 +21,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from agentwatch.controller import burn
 from agentwatch.controller.alerts import ACTIONS, Alert
 
 TIERS = ("opus", "sonnet", "haiku")  # highest first: deferring a tier defers every higher one
@@ -40,6 +43,8 @@ DECISION_REASONS = (
     "undefer_tier",
     "fail_task",
     "fallback",
+    "burn_shrink",
+    "burn_pause",
 )
 TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 PANE_ID = re.compile(r"^%[0-9]{1,9}$")
@@ -53,11 +58,14 @@ class Settings:
     max_agents: int = 4
     min_agents: int = 1
     shrink_cooldown: float = 180.0
-    grow_sustain: float = 300.0
+    grow_sustain: float = 120.0
     breaker_cooldown: float = 900.0
     probe_window: float = 300.0
     hold_for: float = 300.0
     fallback: str = "floor"
+    escalate_after: float = 900.0
+    verify_after: float = 300.0
+    verify_fraction: float = 0.5
 
     def __post_init__(self) -> None:
         if self.min_agents < 1:
@@ -69,6 +77,10 @@ class Settings:
             )
         if self.fallback not in FALLBACKS:
             raise ValueError(f"controller.fallback must be one of {', '.join(FALLBACKS)}")
+        if not 0 < self.verify_fraction <= 1:
+            raise ValueError("controller.burn.verify_fraction must be above 0 and at most 1")
+        if self.escalate_after <= 0 or self.verify_after <= 0:
+            raise ValueError("controller.burn.escalate_after and verify_after must be positive")
 
     def clamp(self, level: int) -> int:
         return max(self.min_agents, min(self.max_agents, level))
@@ -119,6 +131,8 @@ def collect(alerts: Iterable[Alert]) -> Actions:
             usable = bool(TASK_ID.match(task))
             if usable:
                 tasks.add(task)
+        elif action == "burn":
+            continue  # a message first; burn.advance escalates it by its age
         elif action == "nudge":
             session, pane = alert.labels.get("tmux_session", ""), alert.labels.get("pane", "")
             usable = bool(SESSION_NAME.match(session) and PANE_ID.match(pane))
@@ -155,7 +169,9 @@ class State:
     clear_since: float | None = None  # start of the current shrink-free, ungated period
     last_success_at: float | None = None  # last cycle with an Alertmanager answer
     updated_at: float = 0.0
+    burns: tuple[burn.Burn, ...] = ()  # throttled burns (persisted: a restart keeps timers)
     changes: tuple[str, ...] = ()  # what changed in the step that produced this state
+    notes: tuple[str, ...] = ()  # one line per burn escalation of this step, for the log
 
     @property
     def reasons(self) -> tuple[str, ...]:
@@ -206,8 +222,8 @@ def _live(prev: State, acts: Actions, now: float, s: Settings) -> State:
         cooled = last_shrink is None or now - last_shrink >= s.shrink_cooldown
         if level > s.min_agents and cooled:
             level, last_shrink = level - 1, now
-    elif gated:
-        clear_since = None  # growth waits until nothing gates spawning
+    elif gated or not acts.active("grow"):
+        clear_since = None  # growth needs a grow alert and nothing gating spawning
     elif clear_since is None or clear_since > now:
         clear_since = now
     elif level < s.max_agents and now - clear_since >= s.grow_sustain:
@@ -281,10 +297,27 @@ def changes(prev: State, new: State, s: Settings) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def with_burns(acts: Actions, burns: Sequence[burn.Burn]) -> Actions:
+    """The actions plus the escalated burns, as the shrink or pause alerts they act as."""
+    extra = burn.names_by_step(burns)
+    if not extra:
+        return acts
+    merged = {action: set(names) for action, names in acts.by_action.items()}
+    for step, names in extra.items():
+        merged.setdefault(step, set()).update(names)
+    return replace(acts, by_action={a: tuple(sorted(merged[a])) for a in sorted(merged)})
+
+
 def decide(prev: State, alerts: Sequence[Alert] | None, now: float, settings: Settings) -> State:
     """The next state. `alerts` is None when no Alertmanager answered this cycle."""
     if alerts is None:
         new = _blind(prev, now, settings)
-    else:
-        new = _live(prev, collect(alerts), now, settings)
-    return replace(new, updated_at=now, changes=changes(prev, new, settings))
+        return replace(new, updated_at=now, changes=changes(prev, new, settings), notes=())
+    burns, events = burn.advance(
+        prev.burns, alerts, now, settings.escalate_after, settings.verify_after
+    )
+    new = replace(_live(prev, with_burns(collect(alerts), burns), now, settings), burns=burns)
+    found = changes(prev, new, settings)
+    found += tuple(dict.fromkeys(f"burn_{event.burn.step}" for event in events))
+    notes = tuple(burn.describe(event, new.level) for event in events)
+    return replace(new, updated_at=now, changes=found, notes=notes)

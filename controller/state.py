@@ -17,13 +17,16 @@ import logging
 import math
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentwatch.controller.burn import MAX_BURNS, STEPS, Burn
 from agentwatch.controller.policy import (
     BREAKER_STATES,
     MODES,
+    TASK_ID,
     NudgeTarget,
     Settings,
     State,
@@ -35,6 +38,7 @@ from agentwatch.core.files import write_atomic
 log = logging.getLogger("agentwatch.controller")
 
 VERSION = 1
+MAX_DEADLINE_TASKS = 100  # tasks whose deadline-exceeded counter is kept (bounded labels)
 
 
 @dataclass
@@ -45,11 +49,24 @@ class Memory:
     counters: dict[str, dict[str, float]] = field(default_factory=dict)
     adapter: dict[str, Any] = field(default_factory=dict)
     nudge: dict[str, Any] = field(default_factory=dict)
+    deadlines: dict[str, float] = field(default_factory=dict)  # task -> when failed for it
     discarded: str | None = None  # why the last run's file was set aside (this run only)
 
     def count(self, family: str, label: str, amount: float = 1.0) -> None:
         values = self.counters.setdefault(family, {})
         values[label] = values.get(label, 0.0) + amount
+
+    def deadline_exceeded(self, tasks: Iterable[str], now: float) -> list[str]:
+        """Record the tasks failed for their deadline; each task counts once (a restart or
+        an alert that flaps never counts it twice), the last MAX_DEADLINE_TASKS are kept.
+        Returns the tasks new this time."""
+        new = [task for task in tasks if task not in self.deadlines]
+        for task in new:
+            self.deadlines[task] = now
+        if len(self.deadlines) > MAX_DEADLINE_TASKS:
+            newest = sorted(self.deadlines.items(), key=lambda item: (item[1], item[0]))
+            self.deadlines = dict(newest[-MAX_DEADLINE_TASKS:])
+        return new
 
 
 def decision(state: State, settings: Settings, budget: tuple[float, str]) -> dict[str, Any]:
@@ -100,7 +117,50 @@ def _policy_to_json(state: State) -> dict[str, Any]:
         "clear_since": state.clear_since,
         "last_success_at": state.last_success_at,
         "updated_at": state.updated_at,
+        "burns": [
+            {
+                "alertname": b.alertname,
+                "project": b.project,
+                "session": b.session,
+                "throttled_at": b.throttled_at,
+                "pre_rate": b.pre_rate,
+                "step": b.step,
+                "active": b.active,
+            }
+            for b in state.burns
+        ],
     }
+
+
+def _burns_from_json(raw: Any) -> tuple[Burn, ...]:
+    """The throttled burns; an entry with a missing or wrong field is dropped, not guessed."""
+    burns: list[Burn] = []
+    for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, dict):
+            continue
+        alertname, project, session = (item.get(k) for k in ("alertname", "project", "session"))
+        throttled_at = _number(item.get("throttled_at"))
+        pre_rate = _number(item.get("pre_rate"))
+        if (
+            not isinstance(alertname, str)
+            or not isinstance(project, str)
+            or not isinstance(session, str)
+            or throttled_at is None
+            or item.get("step") not in STEPS
+        ):
+            continue
+        burns.append(
+            Burn(
+                alertname,
+                project,
+                session,
+                throttled_at=throttled_at,
+                pre_rate=pre_rate if pre_rate is not None and pre_rate >= 0 else None,
+                step=str(item["step"]),
+                active=item.get("active") is True,
+            )
+        )
+    return tuple(burns[:MAX_BURNS])
 
 
 def _number(value: Any) -> float | None:
@@ -149,6 +209,7 @@ def _policy_from_json(raw: Any, settings: Settings) -> State:
         clear_since=_number(raw.get("clear_since")),
         last_success_at=_number(raw.get("last_success_at")),
         updated_at=_number(raw.get("updated_at")) or 0.0,
+        burns=_burns_from_json(raw.get("burns")),
     )
 
 
@@ -164,6 +225,16 @@ def _counters_from_json(raw: Any) -> dict[str, dict[str, float]]:
                     if value is not None and value >= 0
                 }
     return counters
+
+
+def _deadlines_from_json(raw: Any) -> dict[str, float]:
+    if not isinstance(raw, dict):
+        return {}
+    found = {str(task): _number(at) for task, at in raw.items() if TASK_ID.match(str(task))}
+    kept = sorted(
+        ((task, at) for task, at in found.items() if at is not None), key=lambda x: (x[1], x[0])
+    )
+    return dict(kept[-MAX_DEADLINE_TASKS:])
 
 
 DISCARD_REASONS = ("not_regular", "too_large", "unreadable", "invalid")
@@ -225,6 +296,7 @@ def load(path: Path, settings: Settings) -> Memory:
             counters=_counters_from_json(internal.get("counters")),
             adapter=adapter if isinstance(adapter, dict) else {},
             nudge=nudge if isinstance(nudge, dict) else {},
+            deadlines=_deadlines_from_json(internal.get("deadlines")),
         )
     except (TypeError, ValueError, OverflowError, RecursionError) as err:
         return _discard(path, settings, "invalid", f"bad memory: {type(err).__name__}")
@@ -238,6 +310,7 @@ def document(public: dict[str, Any], memory: Memory) -> dict[str, Any]:
             "counters": memory.counters,
             "adapter": memory.adapter,
             "nudge": memory.nudge,
+            "deadlines": memory.deadlines,
         },
     }
 

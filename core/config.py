@@ -70,6 +70,15 @@ def non_negative_number(value: Any) -> float:
     return float(value)
 
 
+def fraction(value: Any) -> float:
+    """A share above 0 and at most 1."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"expected a number, got {type(value).__name__}")
+    if not 0 < value <= 1:
+        raise ValueError("must be above 0 and at most 1")
+    return float(value)
+
+
 def positive_int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError("expected a whole number greater than zero")
@@ -372,7 +381,11 @@ BASE_SCHEMA: dict[str, Any] = {
         "max_agents": Key(4, positive_int, "concurrency the run may reach (the ceiling)"),
         "min_agents": Key(1, positive_int, "floor: shrinking never goes below this"),
         "shrink_cooldown": Key(180.0, duration, "a shrink alert takes one agent off per this"),
-        "grow_sustain": Key(300.0, duration, "clear this long before each agent is added back"),
+        "grow_sustain": Key(
+            120.0,
+            duration,
+            "a grow alert (low error rate) active this long before each agent is added back",
+        ),
         "breaker_cooldown": Key(900.0, duration, "the breaker stays open at least this long"),
         "probe_window": Key(
             300.0, duration, "half-open: one probe agent; closes if clear this long"
@@ -386,6 +399,32 @@ BASE_SCHEMA: dict[str, Any] = {
             "then: floor (run at min_agents, nothing else relaxes), hold, pause, max (fail open)",
         ),
         "budget_usd": Key(0.0, non_negative_number, "run budget cap in USD (0: unlimited)"),
+        "budget_period": Key(
+            "auto",
+            choice("auto", "day", "week", "month", "run"),
+            "spend the budget counts: auto (the started run while one is active, else day), "
+            "day, week, month, run",
+        ),
+        "bernstein_config_file": Key(
+            None,
+            optional_path,
+            "bernstein.yaml with seed.budget_usd (default: <root>/bernstein.yaml when "
+            "run_config_file is <root>/.sdd/runtime/run_config.json)",
+            missing_path,
+        ),
+        "burn": {
+            "escalate_after": Key(
+                900.0,
+                duration,
+                "an unacknowledged burn alert this old shrinks; twice this old, pauses",
+            ),
+            "verify_after": Key(300.0, duration, "the throttle is judged this long after it began"),
+            "verify_fraction": Key(
+                0.5,
+                fraction,
+                "the throttle worked when the rate fell below this share of its start rate",
+            ),
+        },
         "run_config_file": Key(
             None,
             optional_path,

@@ -40,7 +40,16 @@ def make(tmp_path: Path, **controller: object) -> Controller:
         }
     )
     section = cfg["controller"]
-    return Controller(cfg, settings_from(section), [AM], tmp_path / "c.json", None, {})
+    return Controller(
+        cfg,
+        settings_from(section),
+        [AM],
+        tmp_path / "c.json",
+        None,
+        {},
+        spool_dir=tmp_path / "spool",
+        state_dir=tmp_path / "state",
+    )
 
 
 def public(tmp_path: Path) -> dict:
@@ -79,7 +88,7 @@ def test_each_change_is_logged_once_with_its_reasons(
         controller.cycle(now=20)
         controller.cycle(now=30)
         controller.cycle(now=40)
-    lines = [r.message for r in caplog.records]
+    lines = [r.message for r in caplog.records if r.message.startswith("decision")]
     assert len(lines) == 2, lines
     assert lines[0].startswith("decision: max_agents 4")
     assert lines[1].startswith("decision changed (shrink): max_agents 3")

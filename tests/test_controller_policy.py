@@ -40,6 +40,7 @@ SHRINK = alert("AgentwatchErrorRatioHigh", "shrink")
 PAUSE = alert("AgentwatchHostLoadHigh", "pause")
 BREAKER = alert("AgentwatchRateLimited", "breaker")
 STOP = alert("AgentwatchBudgetExhausted", "stop")
+GROW = alert("AgentwatchErrorRatioLow", "grow")
 
 
 def run(
@@ -77,10 +78,10 @@ def test_shrink_steps_once_per_cooldown_down_to_the_floor_and_stays() -> None:
     assert states[-1].changes == ()
 
 
-def test_growth_after_clear_one_step_per_sustain_period_up_to_the_maximum() -> None:
+def test_growth_with_a_grow_alert_one_step_per_sustain_period_up_to_the_maximum() -> None:
     shrunk = run(initial(S), [(t, [SHRINK]) for t in range(0, 500, 100)])[-1]
     assert shrunk.level == S.min_agents
-    timeline = [(t, []) for t in range(500, 3000, 50)]
+    timeline = [(t, [GROW]) for t in range(500, 3000, 50)]
     states = run(shrunk, timeline)
     got = levels(states)
     assert got[0] == S.min_agents  # clear starts now; nothing grows yet
@@ -93,7 +94,8 @@ def test_growth_after_clear_one_step_per_sustain_period_up_to_the_maximum() -> N
 
 def test_a_shrink_alert_during_recovery_restarts_the_sustain_period() -> None:
     state = State(level=3, last_shrink_at=0)
-    states = run(state, [(1000, []), (1250, [SHRINK]), (1300, []), (1550, []), (1600, [])])
+    timeline = [(1000, [GROW]), (1250, [SHRINK, GROW]), (1300, [GROW]), (1550, [GROW])]
+    states = run(state, [*timeline, (1600, [GROW])])
     assert levels(states) == [3, 2, 2, 2, 3]
 
 
@@ -116,18 +118,20 @@ def test_runtime_change_of_the_bounds_applies_at_once() -> None:
 
 def test_pause_gates_spawning_and_restores_the_exact_level() -> None:
     state = State(level=4, clear_since=0)
-    timeline = [(100, [PAUSE]), (500, [PAUSE]), (2000, [PAUSE]), (2010, [])]
+    timeline = [(100, [PAUSE, GROW]), (500, [PAUSE, GROW]), (2000, [PAUSE, GROW]), (2010, [GROW])]
     states = run(state, timeline)
     paused = states[:3]
     assert all(s.paused and s.effective_max_agents == 0 for s in paused)
     assert levels(paused) == [4, 4, 4], "no growth while paused"
-    assert states[0].changes == ("pause",) and states[0].reasons == ("AgentwatchHostLoadHigh",)
+    assert states[0].changes == ("pause",) and states[0].actions["pause"] == (
+        "AgentwatchHostLoadHigh",
+    )
     resumed = states[3]
     assert not resumed.paused and resumed.level == 4 and resumed.effective_max_agents == 4
     assert resumed.changes == ("resume",)
     # growth starts only after a full sustain period past the pause
-    assert decide(resumed, [], 2010 + 299, S).level == 4
-    assert decide(decide(resumed, [], 2300, S), [], 2310, S).level == 5
+    assert decide(resumed, [GROW], 2010 + 299, S).level == 4
+    assert decide(decide(resumed, [GROW], 2300, S), [GROW], 2310, S).level == 5
 
 
 def test_shrink_during_a_pause_still_lowers_the_level_it_resumes_at() -> None:
@@ -166,7 +170,7 @@ def test_breaker_probe_failure_reopens_for_a_full_cool_down() -> None:
 
 def test_breaker_holds_growth_back() -> None:
     state = State(level=3, clear_since=0)
-    states = run(state, [(1000, [BREAKER]), (2000, []), (2200, [])])
+    states = run(state, [(1000, [BREAKER, GROW]), (2000, [GROW]), (2200, [GROW])])
     assert levels(states) == [3, 3, 3] and states[-1].breaker == "closed"
 
 
@@ -258,9 +262,9 @@ def test_alertmanager_down_holds_the_decision_then_falls_back_to_the_floor() -> 
     assert fallen.changes == ("fallback",)
     later = run(fallen, [(t, None) for t in range(100, 5000, 100)])
     assert {s.level for s in later} == {S.min_agents}, "no growth while blind"
-    back = decide(later[-1], [], 5000, S)
+    back = decide(later[-1], [GROW], 5000, S)
     assert back.mode == "live" and not back.paused and back.level == S.min_agents
-    assert decide(back, [], 5300, S).level == S.min_agents + 1, "grows again by sustain"
+    assert decide(back, [GROW], 5300, S).level == S.min_agents + 1, "grows again by sustain"
 
 
 def test_blind_from_the_start_falls_back_at_once() -> None:

@@ -1,0 +1,106 @@
+"""What the budget guard counts as spent: the ledger's spend, or the orchestrator's, the larger.
+
+The token ledger prices every message it sees and publishes `agentwatch_spend_usd{period}` in
+its spool file, so the guard works without any orchestrator. The period is configured
+(`controller.budget_period`); `auto` counts the run started with `agentwatch run-budget start`
+while one is active, else the local day. When an orchestrator reports its run's spend, the
+larger of the two counts (either may miss spend the other sees). A missing or unusable ledger
+file leaves the orchestrator's spend alone, and says so once through a gate.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentwatch.core import run_budget
+from agentwatch.core.bounded import SPOOL_LIMIT, FileRefused, read_text
+from agentwatch.core.log import FailureGate
+from agentwatch.core.spool import SpoolParseError, parse_text
+
+log = logging.getLogger("agentwatch.controller")
+
+LEDGER_FILE = "token-ledger.prom"
+SPEND_METRIC = "agentwatch_spend_usd"
+PERIODS = ("day", "week", "month", "run")
+ORCHESTRATOR = "orchestrator"  # the period label when only the orchestrator knows the spend
+
+
+@dataclass(frozen=True)
+class Spend:
+    """Spent USD and the period it covers (`orchestrator` when only that source knew)."""
+
+    usd: float
+    period: str
+
+
+def resolve_period(configured: str, run: run_budget.Run) -> str:
+    """`auto` is the started run while one is active, else the day."""
+    if configured == "auto":
+        return "run" if run.active else "day"
+    return configured
+
+
+def ledger_spend(text: str, period: str) -> float | None:
+    """agentwatch_spend_usd{period} from exposition text; None when the file lacks it.
+    Raises SpoolParseError when the text is not a valid exposition."""
+    for family in parse_text(text):
+        if family.name != SPEND_METRIC:
+            continue
+        for sample in family.samples:
+            if sample.labels.get("period") == period and sample.value >= 0:
+                return float(sample.value)
+    return None
+
+
+class SpendReader:
+    """Reads the ledger's spool file each cycle; its failures are logged once per episode."""
+
+    def __init__(self, spool_dir: Path, state_dir: Path, period: str):
+        self.path = spool_dir / LEDGER_FILE
+        self.state_dir = state_dir
+        self.period = period
+        self.gate = FailureGate(log, f"ledger spend from {self.path}")
+        self.run_gate = FailureGate(log, f"run-budget file in {state_dir}")
+
+    def current_period(self) -> str:
+        run = run_budget.read(self.state_dir)
+        if run.problem is not None:
+            self.run_gate.failed(f"{run.problem}; counting no run")
+        else:
+            self.run_gate.succeeded()
+        return resolve_period(self.period, run)
+
+    def _ledger(self, period: str) -> float | None:
+        try:
+            text = read_text(self.path, SPOOL_LIMIT)
+        except FileNotFoundError:
+            self.gate.failed("no such file (is the token ledger running?)")
+            return None
+        except FileRefused as err:
+            self.gate.failed(f"refused ({err.reason})")
+            return None
+        except (OSError, UnicodeDecodeError) as err:
+            self.gate.failed(f"unreadable ({type(err).__name__})")
+            return None
+        try:
+            value = ledger_spend(text, period)
+        except SpoolParseError as err:
+            self.gate.failed(f"not a valid exposition ({err})")
+            return None
+        if value is None:
+            self.gate.failed(f'has no {SPEND_METRIC}{{period="{period}"}}')
+            return None
+        self.gate.succeeded()
+        return value
+
+    def read(self, orchestrator_usd: float | None) -> Spend | None:
+        """The spend this cycle, or None when no source knows it."""
+        period = self.current_period()
+        ledger = self._ledger(period)
+        if ledger is None:
+            return Spend(orchestrator_usd, ORCHESTRATOR) if orchestrator_usd is not None else None
+        if orchestrator_usd is None:
+            return Spend(ledger, period)
+        return Spend(max(ledger, orchestrator_usd), period)
