@@ -192,3 +192,35 @@ def test_a_hand_edited_memory_does_not_break_the_cycle(tmp_path: Path) -> None:
     assert saved["max_agents"] == 4 and saved["breaker"] == "closed"
     assert saved["internal"]["counters"]["decisions"] == {"grow": 2}
     assert saved["internal"]["nudge"]["panes"] == {}
+
+
+@responses.activate
+def test_a_cycle_counts_the_ledgers_spend_and_escalates_an_old_burn(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    burn = alert("AgentwatchProjectTokenBurn", "burn")
+    burn["labels"] |= {"project": "shop", "burn_kind": "heavy_work"}
+    burn |= {"startsAt": "2027-01-15T08:00:00.5Z", "annotations": {"rate": "40000"}}
+    responses.get(f"{AM}/api/v2/alerts", json=[burn])
+    (tmp_path / "spool").mkdir()
+    (tmp_path / "spool" / "token-ledger.prom").write_text(
+        '# TYPE agentwatch_spend_usd gauge\nagentwatch_spend_usd{period="day"} 19\n'
+    )
+    controller = make(tmp_path, budget_usd=20)
+    with caplog.at_level(logging.INFO, "agentwatch.controller"):
+        controller.cycle(now=1_800_000_000 + 600)
+        assert public(tmp_path)["max_agents"] == 4, "young: a message only"
+        controller.cycle(now=1_800_000_000 + 901)
+    assert public(tmp_path)["max_agents"] == 3
+    notes = [r.message for r in caplog.records if r.message.startswith("burn ")]
+    assert notes == [
+        "burn AgentwatchProjectTokenBurn project=shop unacknowledged for 15m: shrink to 3"
+    ]
+    series = samples(render(families(controller.view)))
+    assert series[("agentwatch_budget_spent_usd", (("period", "day"),))] == 19
+    assert series[("agentwatch_budget_remaining_usd", ())] == 1
+    assert series[("agentwatch_controller_decisions_total", (("reason", "burn_shrink"),))] == 1
+    internal = public(tmp_path)["internal"]["policy"]["burns"]
+    assert [(b["project"], b["pre_rate"], b["step"]) for b in internal] == [
+        ("shop", 40000.0, "shrink")
+    ]
