@@ -5,6 +5,7 @@ metrics the budget rules compare, and the config keys that steer it."""
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -111,12 +112,13 @@ def test_auto_period_follows_the_started_run(tmp_path: Path) -> None:
     assert resolve_period("week", run_budget.read(tmp_path)) == "week"
 
 
-def reader(tmp_path: Path, text: str | None, period: str = "auto") -> SpendReader:
+def reader(tmp_path: Path, text: str | bytes | None, period: str = "auto") -> SpendReader:
     spool, states = tmp_path / "spool", tmp_path / "state"
     spool.mkdir(exist_ok=True)
     states.mkdir(exist_ok=True)
     if text is not None:
-        (spool / "token-ledger.prom").write_text(text)
+        data = text.encode() if isinstance(text, str) else text
+        (spool / "token-ledger.prom").write_bytes(data)
     return SpendReader(spool, states, period)
 
 
@@ -132,13 +134,13 @@ def test_ledger_spend_of_the_period_and_the_larger_of_both_sources(tmp_path: Pat
     [
         None,  # no ledger running
         "agentwatch_spend_usd{period= garbage\n",
-        "\xff\xfe",
+        b'agentwatch_spend_usd{period="day"} 1\n\xff\xfe\n',  # not UTF-8
         "# TYPE other gauge\nother 1\n",  # a valid file without the spend
         'agentwatch_spend_usd{period="day"} 1 1700000000000\n',  # a timestamp: refused
     ],
 )
 def test_a_missing_or_bad_ledger_file_leaves_the_orchestrator_alone_and_logs_once(
-    tmp_path: Path, text: str | None, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, text: str | bytes | None, caplog: pytest.LogCaptureFixture
 ) -> None:
     spend = reader(tmp_path, text)
     with caplog.at_level(logging.WARNING, "agentwatch.controller"):
@@ -181,3 +183,9 @@ def test_budget_and_bernstein_metrics_pass_promtool(
         lint = subprocess.run([PROMTOOL, "check", "metrics"], input=text, text=True,
                               capture_output=True, timeout=30)  # fmt: skip
         assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_a_fifo_in_place_of_the_ledger_file_is_refused_unread(tmp_path: Path) -> None:
+    spend = reader(tmp_path, None)
+    os.mkfifo(tmp_path / "spool" / "token-ledger.prom")
+    assert spend.read(1.0) == Spend(1.0, "orchestrator"), "never blocks on the FIFO"
