@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agentwatch.core import claude_events
 from agentwatch.sentinels.claude_sessions.records import Rejected, parse
 from agentwatch.sentinels.claude_sessions.sessions import REPEAT_WINDOW, Table
@@ -76,6 +78,11 @@ def test_the_state_keeps_digests_only_and_a_bad_hash_is_rejected() -> None:
     restored.load(json.loads(dumped))
     feed(restored, call("a", "Bash", planted))
     assert restored.sessions["a"].repeats == 1
+    for forged in ({"recent": "abc"}, {"repeats": -1}):  # a hand-edited state: set aside
+        raw = json.loads(dumped)
+        raw["sessions"]["a"].update(forged)
+        with pytest.raises((TypeError, ValueError)):
+            table().load(raw)
     for bad in ("ABC", "x" * 64, 7, "0" * 63):
         line = event("a", "PreToolUse", NOW, tool="Bash", **{INPUT: bad})
         try:

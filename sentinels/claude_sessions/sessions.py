@@ -226,6 +226,8 @@ class Table:
                 raise TypeError("recent calls are not a list")
             item.recent = [str(digest) for digest in item.recent][-REPEAT_WINDOW:]
             item.repeats = int(item.repeats)
+            if item.repeats < 0:
+                raise ValueError("a negative repeat count")
         self.sessions = sessions
         self.tools = Fold(self.tools.limit, [str(name) for name in raw["tools"]])
         self.projects = Fold(self.projects.limit, [str(name) for name in raw["projects"]])
