@@ -3,7 +3,8 @@
 Claude Code runs it with the event's JSON on stdin (on every tool call, twice); it appends
 one compact line to the event spool (core/claude_events.py) and exits 0, always, printing
 nothing (some events feed a hook's stdout back to Claude Code). Only names, kinds and ids are
-kept: never the prompt, assistant text, tool input or tool output the payload carries. What it
+kept: never the prompt, assistant text, tool input or tool output the payload carries (of a
+PreToolUse's tool input only its sha256, for the sentinel's repeat count). What it
 could not do is counted in counters.json. Imports stay minimal: the interpreter's start is most
 of the time a call takes.
 """
@@ -52,6 +53,11 @@ def record(payload: dict[str, object], now: float, pane: str) -> dict[str, objec
         line["p"] = label_value(_project_name(cwd))
     if event in _TOOL_EVENTS and text("tool_name"):
         line["tool"] = text("tool_name")
+    if event == "PreToolUse" and "tool_input" in payload:
+        import contextlib  # (already loaded by claude_events)
+
+        with contextlib.suppress(ValueError, RecursionError):  # unhashable input: the event stays
+            line[claude_events.INPUT_HASH] = claude_events.input_hash(payload["tool_input"])
     if event == "PostToolUse":
         line["ok"] = True
     elif event == "PostToolUseFailure":
@@ -120,7 +126,8 @@ def add(commands: argparse._SubParsersAction) -> None:
         "hook",
         help="Claude Code's hook command: record one hook event (JSON on stdin)",
         description="Reads one Claude Code hook payload on stdin and appends one event line "
-        "(session, event, project, tool, success, kinds; never prompt, assistant text, tool "
-        "input or output) to <state dir>/claude-events/events.jsonl. Always exits 0, silently.",
+        "(session, event, project, tool, success, kinds, the tool input's sha256; never "
+        "prompt, assistant text, tool input or output) to "
+        "<state dir>/claude-events/events.jsonl. Always exits 0, silently.",
     )
     parser.add_argument("--state-dir", type=Path, help="state dir (default: the XDG one)")

@@ -21,11 +21,14 @@ An event line (keys short: hooks run on every tool call):
      "tool": <tool name (Pre/PostToolUse, PermissionRequest)>, "ok": true|false,
      "kind": <notification or failure kind>,
      "head": <git HEAD at SessionStart/SessionEnd>, "pane": <$TMUX_PANE or "">,
-     "reason": <SessionEnd reason>, "agent": <sub-agent type>}
+     "reason": <SessionEnd reason>, "agent": <sub-agent type>,
+     "input_sha256": <sha256 of the canonical tool_input JSON (PreToolUse only)>}
 Only `v`, `t`, `s`, `e` are always present (the hook writes `pane` on every line too, "" when
 headless). Claude Code 2.1.328 reports a failed tool call as its own event, PostToolUseFailure:
 the hook writes it as `"e": "PostToolUse", "ok": false`. Every string passes
-`sanitize.label_value`; no prompt, assistant text, tool input or tool output is ever written.
+`sanitize.label_value`; no prompt, assistant text, tool input or tool output is ever written:
+of the tool input only its hash (`input_hash`), so the sentinel can tell a call that repeats
+one of the session's last few (a retry loop) without ever holding the input.
 
 A statusline snapshot:
     {"v": 1, "t": <epoch seconds>, "s": <session>, "p": <project>, "model": <model id>,
@@ -64,6 +67,7 @@ HOOK_EVENTS = (
     "PreCompact",
     "SessionEnd",
 )
+INPUT_HASH = "input_sha256"  # the event key of the tool input's hash
 STATE_DIR_ENV = "AGENTWATCH_STATE_DIR"  # the writers' way to find the state dir without a config
 
 
@@ -126,6 +130,20 @@ def encode(record: dict[str, object]) -> bytes:
         if not optional:
             raise ValueError(f"an event line of {len(data)} bytes, over {MAX_LINE}")
         del fields[optional[-1]]
+
+
+def input_hash(value: object) -> str:
+    """The sha256 (hex) of `value` as canonical JSON (sorted keys, no spaces, ASCII): the same
+    tool input gives the same hash whatever order its keys came in. Raises ValueError or
+    RecursionError for a value JSON cannot write back."""
+    import json
+
+    try:  # the builtin module: a quarter of hashlib's import time (its OpenSSL load)
+        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # Python 3.12 renamed it
+        from hashlib import sha256
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return str(sha256(text.encode("ascii")).hexdigest())
 
 
 def append_event(state: Path, record: dict[str, object]) -> None:

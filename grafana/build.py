@@ -119,6 +119,13 @@ def sel(metric: str, *matchers: str) -> str:
     return metric + "{" + ",".join((JOB, INSTANCE, *matchers)) + "}"
 
 
+def stack_sel(metric: str, *matchers: str) -> str:
+    """A series of the monitoring stack itself (Prometheus, Alertmanager, scraped by the
+    stack): one stack serves every host it watches, so no `$job`/`$instance` filter; grouped
+    by its own instance it stays apart from another stack's."""
+    return metric + ("{" + ",".join(matchers) + "}" if matchers else "")
+
+
 def per_host(by: str = "") -> str:
     """The grouping labels `by` with the host in front: one series per workstation."""
     return f"{HOST}, {by}" if by else HOST
@@ -338,19 +345,18 @@ def timeseries(
     targets: Targets,
     unit: str = "short",
     *,
-    limit: tuple[str, str] | None = None,
+    limit: tuple[str, str] | list[tuple[str, str]] | None = None,
     stack: bool = False,
     bars: bool = False,
     w: int = 12,
     h: int = 8,
     decimals: int | None = None,
 ) -> TimeseriesPanel:
-    """A graph over time; bars are stacked. `limit` = (threshold name, legend) adds that
-    configured threshold as a last query, drawn as a dashed red line."""
+    """A graph over time; bars are stacked. `limit` = (threshold name, legend), or a list of
+    them, adds each configured threshold as a last query, drawn as a dashed red line."""
     panel = TimeseriesPanel()
     targets = _listed(targets)
-    if limit:
-        name, legend = limit
+    for name, legend in [limit] if isinstance(limit, tuple) else limit or []:
         targets = [*targets, target(threshold(name), legend)]
         panel.override_by_query(ref_id(len(targets) - 1), THRESHOLD_LINE)
     stack = stack or bars
@@ -634,6 +640,222 @@ def counts_now_and_over_time(
     ]
 
 
+# The recording rules of rules/recording.rules.yml the quota and burn panels read (issue 15).
+QUOTA_USED = "instance_window:agentwatch_quota_used:ratio"
+QUOTA_RESETS = "instance_window:agentwatch_quota_resets:timestamp"
+QUOTA_EXHAUSTED = "instance_window:agentwatch_quota_exhausted:timestamp"
+WINDOW_SHARE = "instance_session:agentwatch_quota_window_share:ratio"
+THROTTLE_EFFECT = "instance_session:agentwatch_burn_throttle_effect:ratio"
+WINDOW = "window, source"  # a quota window and where its reading comes from
+BURN = "alertname, project, session"  # one burn the controller throttles for
+BURN_STEPS = {0: ("none", "green"), 1: ("shrink", "orange"), 2: ("pause", "red")}
+
+
+def quota_and_budget() -> list[Panel | Row]:
+    """Each quota window (official, else the ledger's block, else the caps) with its reset and
+    the moment this pace would use it up, who spends the 5-hour window, and the budget."""
+    used = gauge_by(QUOTA_USED, by=WINDOW)
+    spent = gauge_by("agentwatch_budget_spent_usd")
+    return [
+        Row("Quota and budget"),
+        timeseries(
+            "Quota used by window",
+            "Share of each rate-limit window used, with where the reading comes from: official "
+            "(Claude Code's statusline, while fresher than thresholds.quota_stale_seconds), "
+            "blocks (the ledger's 5-hour block against its limit) or cap (the configured token "
+            "caps). Dashed: the elevated, critical and shutdown thresholds (defer opus, defer "
+            "sonnet, pause).",
+            level(QUOTA_USED, by=WINDOW, legend="{{window}} ({{source}})"),
+            "percentunit",
+            limit=[
+                ("quota_elevated_ratio", "elevated"),
+                ("quota_critical_ratio", "critical"),
+                ("quota_shutdown_ratio", "shutdown"),
+            ],
+        ),
+        table(
+            "Quota windows: reset and exhaustion",
+            "Per window: the share used, when it resets, and when it would be used up at the "
+            "pace of the last 30 minutes (empty when the reset comes first: no warning then).",
+            [
+                (used, "used", "percentunit"),
+                (millis(gauge_by(QUOTA_RESETS, by=WINDOW)), "resets", "dateTimeFromNow"),
+                (
+                    millis(gauge_by(QUOTA_EXHAUSTED, by=WINDOW)),
+                    "used up at this pace",
+                    "dateTimeFromNow",
+                ),
+            ],
+            w=12,
+            sort_by="used",
+        ),
+        bargauge(
+            "Which session is spending the 5-hour window",
+            "Each session's tokens in the active 5-hour block against all of its host's tokens "
+            "in it (the ten largest shares); the project filter applies.",
+            target(
+                sort_desc(topk(gauge_by(WINDOW_SHARE, PROJECT, by=SESSION))), legend_for(SESSION)
+            ),
+            "percentunit",
+            w=12,
+        ),
+        stat(
+            "Budget spent",
+            "Spend the budget guard counts, by its period (day, week, month, run, or "
+            "orchestrator when only the orchestrator knows it): the larger of the ledger's and "
+            "the orchestrator's.",
+            level("agentwatch_budget_spent_usd", by="period"),
+            "currencyUSD",
+            decimals=2,
+            text_mode="value_and_name",
+        ),
+        stat(
+            "Budget remaining",
+            "The budget cap less what is spent; no value while the budget is unlimited.",
+            level("agentwatch_budget_remaining_usd"),
+            "currencyUSD",
+            decimals=2,
+            no_value="unlimited",
+        ),
+        gauge(
+            "Budget used",
+            "Spent against the cap: the alerts warn at 80 %, pause spawning at 95 % and stop "
+            "the run at 100 %. No data while the budget is unlimited (cap 0).",
+            target(f"{spent} / ({gauge_by('agentwatch_budget_limit_usd')} > 0)"),
+            BUDGET_STEPS,
+        ),
+    ]
+
+
+def burn_runbook() -> TablePanel:
+    """Instar's burn runbook as the controller runs it: each unacknowledged burn, the step it
+    reached, and whether throttling brought the rate down."""
+    escalation = " or ".join(
+        sel("agentwatch_controller_burn_escalation", f'step="{step}"') + f" * {number}"
+        for number, (step, _) in BURN_STEPS.items()
+        if number
+    )
+    burn = gauges_by(by=BURN)
+    return table(
+        "Burn runbook",
+        "Burns still firing and not acknowledged: after burn.escalate_after the controller "
+        "shrinks, after twice that it pauses; burn.verify_after later the rate must be below "
+        "burn.verify_fraction of the rate before the throttle (`agentwatch ack` stops it).",
+        [
+            (f"max by ({per_host(BURN)}) ({escalation})", "step", "none"),
+            (burn(THROTTLE_EFFECT), "rate against before", "percentunit"),
+            (burn("agentwatch_controller_burn_pre_throttle_rate"), "tokens/h before", "short"),
+            (
+                millis(burn("agentwatch_controller_burn_verify_due_timestamp_seconds")),
+                "verdict due",
+                "dateTimeFromNow",
+            ),
+        ],
+        h=6,
+        sort_by="step",
+        mappings={"step": mapping(BURN_STEPS)},
+    )
+
+
+def watching_the_watcher() -> list[Panel | Row]:
+    """Whether the loop itself works: orchestrator, adapter, nudges, Alertmanager, rules, the
+    disks agentwatch writes to and the ledger's commits."""
+    notify = "alertmanager_notifications_failed_total"
+    rules = "prometheus_rule_evaluation_failures_total"
+    free = (
+        f"{gauge_by('agentwatch_filesystem_avail_bytes', by='dir')} / "
+        f"{gauge_by('agentwatch_filesystem_size_bytes', by='dir')}"
+    )
+    commits = rate("agentwatch_ledger_commit_duration_seconds_bucket", by="le")
+    return [
+        Row("Watching the watcher"),
+        stat(
+            "Orchestrator up",
+            "Whether the controller reaches the orchestrator's status API.",
+            level("agentwatch_orchestrator_up", how="min"),
+            "none",
+            mappings=DOWN_UP,
+        ),
+        stat(
+            "Adapter failing",
+            "Whether the controller's last push of its decision to the orchestrator failed.",
+            level("agentwatch_controller_adapter_failing", by="adapter"),
+            "none",
+            mappings=NO_YES_BAD,
+            text_mode="value_and_name",
+            no_value="no adapter",
+        ),
+        stat(
+            "Escalated nudges over the range",
+            "Stalled panes a nudge did not revive (their transcript did not grow): a person "
+            "has to look.",
+            target(increase("agentwatch_controller_nudges_total", 'result="escalated"')),
+            steps=ANY_IS_BAD,
+            decimals=0,
+        ),
+        stat(
+            "Notification failures over the range",
+            "Notifications Alertmanager failed to deliver (all integrations).",
+            target(_aggregate("sum", "", f"increase({stack_sel(notify)}[$__range])")),
+            steps=ANY_IS_BAD,
+            decimals=0,
+            no_value="0",
+        ),
+        stat(
+            "Rule evaluation failures over the range",
+            "Rule evaluations Prometheus failed: an alert that cannot be evaluated never fires.",
+            target(_aggregate("sum", "", f"increase({stack_sel(rules)}[$__range])")),
+            steps=ANY_IS_BAD,
+            decimals=0,
+            no_value="0",
+        ),
+        stat(
+            "Agents allowed now",
+            "The parallelism the controller lets the orchestrator run now (0 while paused, "
+            "stopping or the breaker is open).",
+            level("agentwatch_controller_effective_max_agents"),
+            decimals=0,
+        ),
+        timeseries(
+            "Free space on the state and spool filesystems",
+            "Available share of the filesystems holding the state dir (ledger, state files) "
+            "and the spool (the sentinels' textfiles); dashed: the alert's threshold.",
+            target(free, "{{dir}}"),
+            "percentunit",
+            limit=("disk_free_ratio", "alert below"),
+            w=8,
+        ),
+        timeseries(
+            "Ledger commit latency (p99)",
+            "99th percentile of the token ledger's SQLite commits; dashed: the alert's "
+            "threshold (a slow disk delays every count).",
+            target(f"histogram_quantile(0.99, {commits})", "p99"),
+            "s",
+            limit=("ledger_commit_seconds", "alert above"),
+            w=8,
+        ),
+        timeseries(
+            "Stack failures per hour",
+            "Alertmanager notifications that failed, by integration, and Prometheus rule "
+            "evaluations that failed, by rule group.",
+            [
+                target(
+                    _aggregate("sum", "integration", f"rate({stack_sel(notify)}[$__rate_interval])")
+                    + PER_HOUR,
+                    "notify {{integration}}",
+                ),
+                target(
+                    _aggregate("sum", "rule_group", f"rate({stack_sel(rules)}[$__rate_interval])")
+                    + PER_HOUR,
+                    "rules {{rule_group}}",
+                ),
+            ],
+            bars=True,
+            w=8,
+        ),
+    ]
+
+
 def overview() -> Dashboard:
     scope = (PROJECT, MODEL)
     spend = [
@@ -757,6 +979,7 @@ def overview() -> Dashboard:
             stack=True,
             decimals=0,
         ),
+        burn_runbook(),
         Row("Quota"),
         *quota(
             "5h",
@@ -780,6 +1003,7 @@ def overview() -> Dashboard:
             w=8,
             no_value="no usage limit hit",
         ),
+        *quota_and_budget(),
         Row("Tokens and spend"),
         *[
             timeseries(
@@ -822,6 +1046,7 @@ def overview() -> Dashboard:
             "none",
             h=7,
         ),
+        *watching_the_watcher(),
     ]
     variables = [
         label_variable("project", "Project", "agentwatch_cost_usd_total"),
@@ -948,6 +1173,30 @@ def claude_sessions_panels() -> list[Panel]:
             "Tool calls that failed, by tool.",
             hourly("agentwatch_claude_session_tool_failures_total", PROJECT, by="tool"),
             bars=True,
+        ),
+        timeseries(
+            "Repeated tool calls per hour by session",
+            "Tool calls with the tool and input of one of the session's previous 5 calls "
+            "(PreToolUse; only the input's hash is kept): a retry loop repeats itself.",
+            hourly("agentwatch_claude_session_tool_repeats_total", PROJECT, by=CLAUDE_SESSION),
+            bars=True,
+        ),
+        bargauge(
+            "Sessions repeating their tool calls over the range",
+            "The ten sessions with the most repeated tool calls over the dashboard's range.",
+            target(
+                sort_desc(
+                    topk(
+                        increase(
+                            "agentwatch_claude_session_tool_repeats_total",
+                            PROJECT,
+                            by=CLAUDE_SESSION,
+                        )
+                    )
+                ),
+                legend_for(CLAUDE_SESSION),
+            ),
+            w=12,
         ),
         bargauge(
             "Sessions ended without a commit over the range",

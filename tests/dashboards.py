@@ -40,6 +40,10 @@ NO_SESSIONS = (
     "no agent session runs while the controller holds the demo at 0 agents (breaker open "
     "after the demo's API error)"
 )
+NO_QUOTA = (
+    "no official reading (the demo's sessions use an API key), no completed 5-hour block to "
+    "derive a limit from and no configured token cap"
+)
 NO_HOOKS = "the demo's Claude Code sessions do not run agentwatch's hooks yet (issue 14)"
 MAY_BE_EMPTY: dict[tuple[str, ...], str] = {
     ("agentwatch-releases", "*"): "no repository is configured in the demo, and every "
@@ -52,6 +56,17 @@ MAY_BE_EMPTY: dict[tuple[str, ...], str] = {
     ("agentwatch-overview", "7 d quota used"): "no quota is configured (threshold 0)",
     ("agentwatch-overview", "Usage limit resets"): "absent until a transcript says when a "
     "usage limit resets; the demo never hits one",
+    ("agentwatch-overview", "Quota used by window", "A"): NO_QUOTA,
+    ("agentwatch-overview", "Quota windows: reset and exhaustion", "A"): NO_QUOTA,
+    ("agentwatch-overview", "Quota windows: reset and exhaustion", "B"): NO_QUOTA,
+    ("agentwatch-overview", "Quota windows: reset and exhaustion", "C"): "only while this "
+    "pace would use a window up before it resets",
+    ("agentwatch-overview", "Budget remaining"): "absent while the budget is unlimited "
+    "(cap 0), the default",
+    ("agentwatch-overview", "Budget used"): "empty while the budget is unlimited (cap 0), "
+    "the default",
+    ("agentwatch-overview", "Burn runbook"): "only while the controller throttles for an "
+    "unacknowledged burn",
     ("agentwatch-sessions", "Last API error by kind"): "absent until the demo's stalling "
     "session writes its API error, a few turns after the start",
     ("agentwatch-sessions", "Pane states"): NO_SESSIONS,
@@ -60,6 +75,8 @@ MAY_BE_EMPTY: dict[tuple[str, ...], str] = {
     ("agentwatch-sessions", "Claude Code sessions: hooks and pane"): NO_HOOKS,
     ("agentwatch-sessions", "Tool calls per hour by tool"): NO_HOOKS,
     ("agentwatch-sessions", "Tool failures per hour by tool"): NO_HOOKS,
+    ("agentwatch-sessions", "Repeated tool calls per hour by session"): NO_HOOKS,
+    ("agentwatch-sessions", "Sessions repeating their tool calls over the range"): NO_HOOKS,
     ("agentwatch-sessions", "Sessions ended without a commit over the range"): NO_HOOKS,
     ("agentwatch-sessions", "Official quota used by window"): "only subscription sessions "
     "send rate limits in their statusline; the demo's sessions use an API key",

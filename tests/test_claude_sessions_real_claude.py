@@ -2,7 +2,8 @@
 into a fresh HOME's settings, headless `claude -p` runs call the real `agentwatch hook`; a live
 claude-sessions sentinel and the real exporter watch. Each session is
 `ended` with its project on /metrics within 2 s of its exit, and commit-completion tells the
-session that committed from the one that did not, in a real git repository."""
+session that committed from the one that did not, in a real git repository; a tool call the
+model repeats counts once as a repeat."""
 
 from __future__ import annotations
 
@@ -24,12 +25,15 @@ from tests.conftest import CLI, free_port, samples
 AGENTWATCH = str(Path(sys.executable).parent / "agentwatch")
 USAGE = {"input_tokens": 300, "output_tokens": 20}
 COMMIT = "git -c user.email=t@example.invalid -c user.name=t commit -q --allow-empty -m agent"
+LOOK = {"tool_use": {"name": "Bash", "input": {"command": "git status --short",
+                                               "description": "look"}, "usage": USAGE}}  # fmt: skip
 SCRIPT = {
     "default": [{"answer": {"text": "Nothing to do.", "usage": USAGE}}],
     "sessions": [
         {
             "prompt_contains": "commit it",
             "steps": [
+                *[LOOK] * 2,  # the same call twice: one repeat
                 {
                     "tool_use": {
                         "name": "Bash",
@@ -124,6 +128,9 @@ def test_real_headless_sessions_end_on_the_exporter_with_commit_completion(
     assert found[without] == 1, "the session that committed is not counted"
     ended = ("agentwatch_claude_sessions_ended_total", (("project", "hooked-repo"),))
     assert found[ended] == 2
+    repeats = [value for (name, _), value in found.items()
+               if name == "agentwatch_claude_session_tool_repeats_total"]  # fmt: skip
+    assert sorted(repeats) == [0, 1], "the committing session repeated its look once"
     for session in _ended(found, "hooked-repo"):
         info = ("agentwatch_claude_session_info",
                 tuple(sorted({"session": session, "project": "hooked-repo", "mode": "headless",

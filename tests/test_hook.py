@@ -5,6 +5,7 @@ Every call exits 0 with nothing on stdout or stderr; what it could not do is cou
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -47,13 +48,30 @@ def events(state: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+def digest(name: str) -> str:
+    """The hash the hook writes of a fixture's tool input (canonical JSON, sha256)."""
+    text = json.dumps(fixture(name)["tool_input"], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+INPUT = claude_events.INPUT_HASH
 EXPECTED = {  # fixture -> the line's fields besides v, t, s, pane
     "SessionStart": {"e": "SessionStart", "p": "cap-project"},
     "UserPromptSubmit": {"e": "UserPromptSubmit", "p": "cap-project"},
-    "PreToolUse": {"e": "PreToolUse", "p": "cap-project", "tool": "Bash"},
+    "PreToolUse": {
+        "e": "PreToolUse",
+        "p": "cap-project",
+        "tool": "Bash",
+        INPUT: digest("PreToolUse"),
+    },
     "PostToolUse": {"e": "PostToolUse", "p": "cap-project", "tool": "Bash", "ok": True},
     "PostToolUseFailure": {"e": "PostToolUse", "p": "cap-project", "tool": "Bash", "ok": False},
-    "PreToolUse-Agent": {"e": "PreToolUse", "p": "cap-project", "tool": "Agent"},
+    "PreToolUse-Agent": {
+        "e": "PreToolUse",
+        "p": "cap-project",
+        "tool": "Agent",
+        INPUT: digest("PreToolUse-Agent"),
+    },
     "PermissionRequest": {"e": "PermissionRequest", "p": "tui-project", "tool": "Bash"},
     "Notification": {"e": "Notification", "p": "tui-project", "kind": "permission_prompt"},
     "Stop": {"e": "Stop", "p": "cap-project"},
@@ -313,3 +331,20 @@ def test_the_full_command_line_knows_both_commands(tmp_path: Path) -> None:
     )  # fmt: skip
     assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
     assert claude_events.read_counters(state) == {claude_events.BAD_JSON: 1}
+
+
+def test_only_the_tool_inputs_hash_is_kept_and_key_order_does_not_change_it() -> None:
+    payload = fixture("PreToolUse")
+    line = hook.record(payload, 1.0, "")
+    reordered = dict(payload, tool_input=dict(reversed(list(payload["tool_input"].items()))))
+    assert hook.record(reordered, 2.0, "")[INPUT] == line[INPUT] == digest("PreToolUse")
+    changed = dict(payload, tool_input={**payload["tool_input"], "command": "echo other"})
+    assert hook.record(changed, 3.0, "")[INPUT] != line[INPUT]
+    assert INPUT not in hook.record(fixture("PostToolUse"), 4.0, "")  # PreToolUse only
+    del payload["tool_input"]
+    assert INPUT not in hook.record(payload, 6.0, "")
+    deep: list[object] = []
+    for _ in range(100_000):  # an input JSON cannot write back: the event stays, unhashed
+        deep = [deep]
+    kept = hook.record(dict(payload, tool_input=deep), 7.0, "")
+    assert kept["e"] == "PreToolUse" and INPUT not in kept

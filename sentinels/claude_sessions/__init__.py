@@ -43,6 +43,7 @@ SENTINEL = Sentinel(
         "agentwatch_claude_session_info",
         "agentwatch_claude_session_tool_calls_total",
         "agentwatch_claude_session_tool_failures_total",
+        "agentwatch_claude_session_tool_repeats_total",
         "agentwatch_claude_session_subagents_total",
         "agentwatch_claude_session_compactions_total",
         "agentwatch_claude_sessions",

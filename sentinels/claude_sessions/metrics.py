@@ -94,6 +94,12 @@ def _session_families(table: Table) -> Iterator[Metric]:
         "Tool calls of the session that failed, by tool.",
         labels=[*SESSION, "tool"],
     )
+    repeats = CounterMetricFamily(
+        "agentwatch_claude_session_tool_repeats",
+        "Tool calls of the session (PreToolUse) with the tool name and input of one of its "
+        "previous 5 calls: a retry loop repeats itself (only the input's hash is kept).",
+        labels=SESSION,
+    )
     subagents = CounterMetricFamily(
         "agentwatch_claude_session_subagents",
         "Sub-agents of the session that finished (SubagentStop).",
@@ -117,10 +123,12 @@ def _session_families(table: Table) -> Iterator[Metric]:
         for tool, count in sorted(item.tools.items()):
             tools.add_metric([*labels, tool], count)
             tool_failures.add_metric([*labels, tool], item.tool_failures.get(tool, 0))
+        repeats.add_metric(labels, item.repeats)
         subagents.add_metric(labels, item.subagents)
         compactions.add_metric(labels, item.compactions)
         per_state[item.state] += 1
-    yield from (state, since, last, failure, info, tools, tool_failures, subagents, compactions)
+    yield from (state, since, last, failure, info, tools, tool_failures, repeats)
+    yield from (subagents, compactions)
     per_state_family = GaugeMetricFamily(
         "agentwatch_claude_sessions", "Recent Claude Code sessions per state.", labels=["state"]
     )

@@ -3,13 +3,14 @@
 The spool is in the state dir, which anything running as the user can write to: a line is
 accepted only with the contract's version, a known event name and fields of the right type,
 and every string is made a safe label value again (the writers already do; a forged line
-must not get around it).
+must not get around it). The tool input's hash must be 64 lowercase hex digits.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from agentwatch.core import claude_events
@@ -17,6 +18,7 @@ from agentwatch.core.sanitize import label_value
 
 REJECT_REASONS = ("bad_json", "bad_version", "bad_field", "unknown_event", "too_long")
 _STRINGS = ("p", "tool", "kind", "head", "pane", "reason", "agent")
+_HASH = re.compile(r"[0-9a-f]{64}")  # the tool input's sha256, as the hook writes it
 MAX_ID = 128  # a session id is a UUID; a longer one is cut with its hash (sanitize)
 
 
@@ -59,6 +61,11 @@ def parse(line: bytes) -> dict[str, Any]:
             raise Rejected("bad_field")
         if value:
             event[key] = label_value(value)
+    digest = raw.get(claude_events.INPUT_HASH)
+    if digest is not None:
+        if not isinstance(digest, str) or not _HASH.fullmatch(digest):
+            raise Rejected("bad_field")
+        event[claude_events.INPUT_HASH] = digest
     ok = raw.get("ok")
     if ok is not None:
         if not isinstance(ok, bool):

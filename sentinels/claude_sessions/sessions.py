@@ -13,7 +13,10 @@ table of recent sessions.
     SubagentStop                               -> no change  (counts a sub-agent)
 PostToolUse counts a tool call (and a failure when `ok` is false; Claude Code's own
 PostToolUseFailure counts the same) by tool name; tool names
-past `max_tools` fold into "other". An event for an `ended` session other than SessionStart
+past `max_tools` fold into "other". PreToolUse counts a repeat when its tool name and input hash
+equal one of the session's previous REPEAT_WINDOW calls (a retry loop repeats itself); only a
+digest of each recent call is kept, never its input, and a call without a hash fills its slot
+but matches nothing. An event for an `ended` session other than SessionStart
 changes nothing. A session is forgotten `session_ttl` after its newest event, and only the
 `max_sessions` most recently active are kept.
 
@@ -25,10 +28,12 @@ counted.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from agentwatch.core.claude_events import INPUT_HASH
 from agentwatch.core.sanitize import label_value
 
 STATES = (
@@ -43,6 +48,7 @@ STATES = (
 WORKING_EVENTS = frozenset({"UserPromptSubmit", "PreToolUse", "PostToolUse"})
 OTHER = "other"
 MAX_KIND = 64  # characters of a failure kind in a label
+REPEAT_WINDOW = 5  # a tool call repeats when it equals one of the session's previous 5
 
 
 def notification_state(kind: str) -> str | None:
@@ -53,6 +59,22 @@ def notification_state(kind: str) -> str | None:
     if "idle" in kind:
         return "waiting_for_input"
     return None
+
+
+def call_digest(event: dict[str, Any]) -> str:
+    """What identifies a tool call for the repeat count: tool name and input hash, as one
+    short digest ("" when either is missing: such a call matches nothing)."""
+    tool, digest = event.get("tool", ""), event.get(INPUT_HASH, "")
+    if not tool or not digest:
+        return ""
+    return hashlib.sha256(f"{tool}\0{digest}".encode()).hexdigest()[:32]
+
+
+def note_call(session: Session, digest: str) -> None:
+    """Count a repeat when `digest` is among the session's previous calls, then remember it."""
+    if digest and digest in session.recent:
+        session.repeats += 1
+    session.recent = [*session.recent, digest][-REPEAT_WINDOW:]
 
 
 def abnormal_end(reason: str) -> bool:
@@ -75,6 +97,8 @@ class Session:
     tool_failures: dict[str, int] = field(default_factory=dict)
     subagents: int = 0
     compactions: int = 0
+    recent: list[str] = field(default_factory=list)  # digests of the last REPEAT_WINDOW calls
+    repeats: int = 0
 
 
 class Fold:
@@ -137,6 +161,8 @@ class Table:
             self.without_commit[self.projects.show(session.project or event.get("p", ""))] += 0
             return "idle"
         if name in WORKING_EVENTS:
+            if name == "PreToolUse":
+                note_call(session, call_digest(event))
             if name == "PostToolUse" and event.get("tool"):
                 tool = self.tools.show(event["tool"])
                 session.tools[tool] = session.tools.get(tool, 0) + 1
@@ -196,6 +222,12 @@ class Table:
         for item in sessions.values():
             if item.state not in STATES:
                 raise ValueError(f"unknown state {item.state!r}")
+            if not isinstance(item.recent, list):
+                raise TypeError("recent calls are not a list")
+            item.recent = [str(digest) for digest in item.recent][-REPEAT_WINDOW:]
+            item.repeats = int(item.repeats)
+            if item.repeats < 0:
+                raise ValueError("a negative repeat count")
         self.sessions = sessions
         self.tools = Fold(self.tools.limit, [str(name) for name in raw["tools"]])
         self.projects = Fold(self.projects.limit, [str(name) for name in raw["projects"]])
