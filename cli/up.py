@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentwatch.cli import common, stack
+from agentwatch.cli import common, demo_story, stack
 from agentwatch.cli.exporter import spool_collector
 from agentwatch.controller import report
-from agentwatch.core import claude, config, paths
+from agentwatch.core import claude, config, paths, run_budget
 from agentwatch.core.files import write_atomic
 from agentwatch.core.process import die_with_parent
 from agentwatch.sentinels import registry
@@ -30,9 +30,22 @@ if TYPE_CHECKING:  # every command builds the parser: these load when `up` runs
     from agentwatch.exporter.collector import SpoolCollector
 
 CLAUDE_ENV = "AGENTWATCH_CLAUDE"
-DEMO_STALL_SECONDS = 60
+# The demo's pace: every loop of the seeds shows within a few minutes, not the hours of a
+# real fleet. Each value applies only where the user's config leaves it unset.
+DEMO_DEFAULTS: dict[str, Any] = {
+    "thresholds": {"stall_seconds": 60},  # a stall is news after a minute, not five
+    "stack": {"scrape_interval": 5, "evaluation_interval": 5},
+    "controller": {
+        "interval": 5,
+        "budget_usd": 18.0,  # the demo's run reaches 95 % of it about 2 minutes in
+        "burn": {"escalate_after": 15, "verify_after": 30},
+    },
+    # the 5-hour block the demo's sessions fill: 70 % (opus deferred) about 2 minutes in
+    "sentinels": {"token-ledger": {"block_token_limit": 10_000_000}},
+}
 log = logging.getLogger("agentwatch.up")
 STATUS_EVERY = 10.0
+STORY_EVERY = 2.0  # the demo's loop steps are looked for this often
 RESTART_DELAY = 2.0
 
 
@@ -190,9 +203,7 @@ def derived_config(args: argparse.Namespace, cfg: config.Config, layout: Layout)
                 },
             },
         })  # fmt: skip
-        if "stall_seconds" not in (raw.get("thresholds") or {}):
-            # the demo's stall is news after a minute, not after the five of a real fleet
-            extra = _merge(extra, {"thresholds": {"stall_seconds": DEMO_STALL_SECONDS}})
+        raw = _merge(DEMO_DEFAULTS, raw)  # what the user configured wins over the demo's pace
     merged = _merge(raw, extra)
     registry.config_from_mapping(merged)  # the same checks every child will make, once, here
     write_atomic(layout.config_file, yaml.safe_dump(merged, sort_keys=False), 0o600)
@@ -318,15 +329,24 @@ def alerts_line(alerts: Any) -> str:
     return f"alerts firing {len(names)}" + (f": {', '.join(sorted(names))}" if names else "")
 
 
-def _alerts_line(alertmanager: str) -> str:
+def _fetch_alerts(alertmanager: str) -> Any:
+    """Alertmanager's alert list, or None while it does not answer."""
     import requests
 
     try:
         reply = requests.get(f"http://{alertmanager}/api/v2/alerts", timeout=1.0)
-        alerts = reply.json() if reply.ok else None
+        return reply.json() if reply.ok else None
     except (requests.RequestException, ValueError):
-        alerts = None
-    return alerts_line(alerts)
+        return None
+
+
+def _samples(collector: SpoolCollector) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    families, _ = collector.snapshot()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in families
+        for sample in family.samples
+    }
 
 
 def _decision_line(state_file: Path) -> str:
@@ -366,6 +386,8 @@ def run(args: argparse.Namespace, cfg: config.Config) -> int:
         stack=with_stack,
         claude=real_claude() if demo and not args.no_claude else None,
     )
+    if layout.demo:  # the demo's spend counts from this start (the budget's `run` period)
+        run_budget.start(state / "demo", time.time())
     try:
         children = plan(args, cfg, layout)
     except config.ConfigError as err:
@@ -402,17 +424,25 @@ def run(args: argparse.Namespace, cfg: config.Config) -> int:
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
     collector = spool_collector(cfg, spool)
+    story = demo_story.Story() if layout.demo and layout.stack else None
     deadline = time.monotonic() + args.duration if args.duration else None
     next_status = time.monotonic() + 3.0
+    next_story = time.monotonic() + STORY_EVERY
     try:
         while not stopping and (deadline is None or time.monotonic() < deadline):
             now = time.monotonic()
             for child in children:
                 _supervise(child, now)
+            if story is not None and now >= next_story:
+                decision = report.read_decision(sentinel_state / "controller.json")
+                alerts = _fetch_alerts(stack_cfg["alertmanager_listen"])
+                for line in story.observe(alerts, decision, _samples(collector), time.time()):
+                    print(time.strftime("%H:%M:%S"), "demo:", line, flush=True)
+                next_story = now + STORY_EVERY
             if now >= next_status:
                 parts = [_status_line(collector)]
                 if layout.stack:
-                    parts.append(_alerts_line(stack_cfg["alertmanager_listen"]))
+                    parts.append(alerts_line(_fetch_alerts(stack_cfg["alertmanager_listen"])))
                     parts.append(_decision_line(sentinel_state / "controller.json"))
                 print(time.strftime("%H:%M:%S"), " | ".join(parts), flush=True)
                 next_status = now + STATUS_EVERY

@@ -26,13 +26,15 @@ import requests
 import yaml
 
 from agentwatch.cli import stack as cli_stack
-from tests.conftest import CLI, local_config
+from tests.conftest import CLI, local_config, samples
 from tests.dashboards import dashboard_queries, may_be_empty
 
 # A burning session pages per session; its project-level alert is inhibited by it.
 BURNS = ("AgentwatchSessionTokenBurn", "AgentwatchProjectTokenBurn")
 STALL = "AgentwatchSessionStalledOnError"
 DEADLINE = 540.0  # seconds for the whole scenario; it needs about 6 minutes
+DAILY_BUDGET = 6.0
+STATUSLINE = Path(__file__).parent / "fixtures" / "hooks" / "statusline-subscription.json"
 
 
 @pytest.fixture(scope="module")
@@ -60,10 +62,15 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 "min_agents": 3,
                 "shrink_cooldown": 5,
                 "grow_sustain": 3600,
+                # a daily budget the demo's sessions pass within a minute or two
+                "budget_usd": DAILY_BUDGET,
+                "budget_period": "day",
+                "burn": {"escalate_after": 5, "verify_after": 20, "verify_fraction": 0.5},
             },
             "demo": {"burn_seconds": 90, "stall_after_turns": 3, "seconds_per_turn": 2},
             "sentinels": {
-                "token-ledger": {"interval": 5},
+                # the 5-hour block never fills here: only the official reading may defer
+                "token-ledger": {"interval": 5, "block_token_limit": 10**15},
                 "resources": {"interval": 2},
                 "footprint": {"interval": 5},
                 "idle-error": {"interval": 2},
@@ -210,6 +217,100 @@ def _decision_reasons(stack: dict[str, Any]) -> list[str]:
         return json.loads((stack["state"] / "demo" / "controller.json").read_text())["reasons"]
     except (OSError, ValueError, KeyError):
         return []
+
+
+def _decision(stack: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return dict(json.loads((stack["state"] / "demo" / "controller.json").read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
+def _active(stack: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """The alerts of that name Alertmanager holds as active right now."""
+    url = f"http://{stack['config']['stack']['alertmanager_listen']}/api/v2/alerts"
+    alerts = requests.get(url, timeout=5).json()
+    return [a for a in alerts if a["labels"].get("alertname") == name
+            and a["status"]["state"] == "active"]  # fmt: skip
+
+
+def test_a_statusline_at_90_percent_of_the_5_hour_window_defers_opus(
+    stack: dict[str, Any],
+) -> None:
+    """A subscription session's statusline (the binary's payload shape) says 90 % of the
+    five-hour window is used: the official reading wins over everything the ledger knows, the
+    critical bucket fires and the controller defers Sonnet and, with it, Opus."""
+    payload = json.loads(STATUSLINE.read_text())
+    now = time.time()
+    payload["rate_limits"] = {
+        "five_hour": {"used_percentage": 90, "resets_at": int(now + 7200)},
+        "seven_day": {"used_percentage": 20, "resets_at": int(now + 5 * 86400)},
+    }
+    wrote = subprocess.run(
+        [*CLI, "statusline", "--state-dir", str(stack["state"] / "demo")],
+        input=json.dumps(payload), capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert wrote.returncode == 0, wrote.stderr
+
+    def deferred() -> bool:
+        decision = _decision(stack)
+        return "opus" in (decision.get("deferred_tiers") or []) and "AgentwatchQuotaCritical" in (
+            (decision.get("actions") or {}).get("defer_tier") or []
+        )
+
+    _wait(stack, "the quota to defer opus", deferred)
+    assert set(_decision(stack)["deferred_tiers"]) >= {"opus", "sonnet"}
+    critical = _active(stack, "AgentwatchQuotaCritical")
+    assert [(a["labels"]["window"], a["labels"]["source"]) for a in critical] == [
+        ("five_hour", "official")
+    ]
+    assert _active(stack, "AgentwatchQuotaShutdown") == []  # 90 % is below the 95 % bucket
+
+
+def test_ledger_spend_past_95_percent_of_the_daily_budget_pauses(stack: dict[str, Any]) -> None:
+    """No orchestrator budget here: the ledger's spend of the day against controller.budget_usd."""
+
+    def paused() -> bool:
+        decision = _decision(stack)
+        return bool(decision.get("paused")) and "AgentwatchBudgetCritical" in (
+            (decision.get("actions") or {}).get("pause") or []
+        )
+
+    _wait(stack, "the budget to pause spawning", paused)
+    series = samples((stack["state"].parent / "spool" / "controller.prom").read_text())
+    spent = series[("agentwatch_budget_spent_usd", (("period", "day"),))]
+    assert spent >= 0.95 * DAILY_BUDGET
+    assert series[("agentwatch_budget_limit_usd", (("source", "config"),))] == DAILY_BUDGET
+    assert _alert(stack, "AgentwatchBudgetCritical", "firing") is not None
+
+
+def test_an_unacknowledged_burn_is_throttled_then_judged(stack: dict[str, Any]) -> None:
+    """The burn alert stays unanswered for escalate_after: the controller shrinks for it, says
+    so in chat (AgentwatchBurnThrottled), and verify_after later the verifier has a verdict:
+    the throttle's effect on the session's rate, and the ineffective alert exactly when that
+    effect is not below verify_fraction (the demo's burner is an interactive session, which
+    no orchestrator limit slows down)."""
+
+    def throttled() -> bool:
+        actions = _decision(stack).get("actions") or {}
+        return any(name in BURNS for step in ("shrink", "pause") for name in actions.get(step, []))
+
+    _wait(stack, "the controller to throttle the burn", throttled)
+    _wait(stack, "the throttle to reach chat",
+          lambda: _alert(stack, "AgentwatchBurnThrottled", "firing"))  # fmt: skip
+    query = f"{stack['prometheus']}/api/v1/query"
+
+    def verdict() -> list[dict[str, Any]]:
+        expr = "instance_session:agentwatch_burn_throttle_effect:ratio"
+        reply = requests.get(query, params={"query": expr}, timeout=10).json()
+        return list(reply["data"]["result"])
+
+    effects = _wait(stack, "the throttle's effect", verdict)
+    assert {e["metric"]["project"] for e in effects} == {"data-pipeline"}
+    ineffective = max(float(e["value"][1]) for e in effects) >= 0.5
+    if ineffective:  # the rule's `for` must pass before the verdict reaches chat
+        _wait(stack, "the verifier's alert",
+              lambda: _alert(stack, "AgentwatchBurnThrottleIneffective", "firing"))  # fmt: skip
 
 
 def test_the_printed_prometheus_pages_open(stack: dict[str, Any]) -> None:
