@@ -40,6 +40,8 @@ ACTION_WORDS = {
     "breaker": "circuit breaker open",
     "nudge": "nudges the agent in pane",
     "fail_task": "marks task",
+    "burn": "the controller shrinks, after twice that it pauses",
+    "grow": "one agent more",
     None: "this one needs you",
 }
 # Labels that say where an alert happens; the message must name each one's value.
