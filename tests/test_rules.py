@@ -148,6 +148,8 @@ def test_promtool_unit_tests_pass(promtool: str) -> None:
     assert result.stdout.count("SUCCESS") == len(TEST_FILES), result.stdout
 
 
+STALE_THRESHOLD = 'agentwatch_alert_threshold{name="quota_stale_seconds"}'
+
 # (rule file, text, replacement, the promtool test file that must now fail): the tests notice
 # a weakened threshold, a wrong factor, a missing guard or a widened state set.
 MUTATIONS = [
@@ -174,8 +176,8 @@ MUTATIONS = [
     # Official quota readings trusted however old they are.
     (
         "recording.rules.yml",
-        'group_left ()\n                agentwatch_alert_threshold{name="quota_stale_seconds"}',
-        'group_left ()\n                1e9 * agentwatch_alert_threshold{name="quota_stale_seconds"}',
+        "group_left ()\n" + " " * 16 + STALE_THRESHOLD,
+        "group_left ()\n" + " " * 16 + "1e9 * " + STALE_THRESHOLD,
         "quota_official_test.yml",
     ),
     # A retry loop that is no longer told apart from heavy work.
@@ -397,3 +399,39 @@ def test_alertmanager_configs_are_not_rule_files() -> None:
     """Prometheus loads rules/*.rules.yml; the Alertmanager files must stay outside that glob."""
     names = {path.name for path in RULE_FILES}
     assert "alertmanager.yml" not in names and "alertmanager-local.yml" not in names
+
+
+def test_the_stack_scrapes_prometheus_and_alertmanager_for_their_alerts(
+    promtool: str, tmp_path: Path
+) -> None:
+    """AgentwatchRuleEvaluationFailing and AgentwatchAlertmanagerNotificationsFailing read the
+    two servers' own metrics: the stack's Prometheus must scrape both, out of the box."""
+    from agentwatch.cli import stack
+    from agentwatch.sentinels import registry
+
+    cfg = registry.config_from_mapping({})
+    document = stack.prometheus_config(cfg, "127.0.0.1:9847", RULE_FILES)
+    jobs = {
+        job["job_name"]: job["static_configs"][0]["targets"] for job in document["scrape_configs"]
+    }
+    assert jobs == {
+        "agentwatch": ["127.0.0.1:9847"],
+        "prometheus": [cfg["stack"]["prometheus_listen"]],
+        "alertmanager": [cfg["stack"]["alertmanager_listen"]],
+    }
+    used = {
+        job
+        for rule in alert_rules()
+        for job, metric in (
+            ("prometheus", "prometheus_"),
+            ("alertmanager", "alertmanager_"),
+        )
+        if re.search(rf"\b{metric}\w+", rule["expr"])
+    }
+    assert used == {"prometheus", "alertmanager"}
+    path = tmp_path / "prometheus.yml"
+    path.write_text(yaml.safe_dump(document))
+    checked = subprocess.run(
+        [promtool, "check", "config", str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
