@@ -37,6 +37,7 @@ def spool_collector(cfg: config.Config, spool_dir: Path) -> SpoolCollector:
         expected=registry.enabled(cfg),
         stale_after_intervals=cfg["exporter"]["stale_after_intervals"],
         thresholds=cfg["thresholds"],
+        filesystems={"state": cfg.state_dir, "spool": spool_dir},
     )
 
 

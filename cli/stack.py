@@ -92,8 +92,18 @@ def prometheus_config(cfg: config.Config, exporter_listen: str, rules: list[Path
         "alerting": {
             "alertmanagers": [{"static_configs": [{"targets": [stack["alertmanager_listen"]]}]}]
         },
+        # Prometheus and Alertmanager scrape themselves too: AgentwatchRuleEvaluationFailing
+        # and AgentwatchAlertmanagerNotificationsFailing read their own metrics.
         "scrape_configs": [
             {"job_name": JOB, "static_configs": [{"targets": [exporter_listen]}]},
+            {
+                "job_name": "prometheus",
+                "static_configs": [{"targets": [stack["prometheus_listen"]]}],
+            },
+            {
+                "job_name": "alertmanager",
+                "static_configs": [{"targets": [stack["alertmanager_listen"]]}],
+            },
         ],
     }
 

@@ -299,9 +299,17 @@ ALERT_THRESHOLDS: dict[str, tuple[float, str]] = {
     "session_cpu_cores": (2, "one session tree's sustained CPU above this is runaway"),
     "host_load_per_cpu": (3, "5-minute load average per CPU above which spawning pauses"),
     "host_memory_available_ratio": (0.1, "available memory share below which agents shrink"),
-    "error_ratio": (0.2, "API errors per response over 10 minutes above which agents shrink"),
+    "error_ratio": (0.2, "errors per outcome over 10 minutes above which agents shrink"),
     "ledger_lag_bytes": (100 * 2**20, "unread transcript bytes that mean the ledger is behind"),
     "ledger_database_bytes": (2 * 2**30, "ledger database size that means unbounded growth"),
+    "quota_elevated_ratio": (0.70, "a quota window used this far is elevated: Opus work waits"),
+    "quota_critical_ratio": (0.85, "a quota window used this far is critical: Sonnet work waits"),
+    "quota_shutdown_ratio": (0.95, "a quota window used this far pauses every new agent"),
+    "quota_stale_seconds": (1800, "an official quota reading older than this counts as no data"),
+    "error_ratio_low": (0.05, "errors per outcome over 10 minutes below which agents grow"),
+    "deadline_warning_seconds": (300, "an open task this close to its deadline warns"),
+    "disk_free_ratio": (0.10, "free share of the state or spool filesystem that alerts"),
+    "ledger_commit_seconds": (1.0, "p99 ledger commit time above which the ledger is slow"),
 }
 
 # The agent CLIs agentwatch knows by default: each such process roots a session tree.

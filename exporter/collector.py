@@ -26,6 +26,7 @@ from prometheus_client.openmetrics.exposition import generate_latest as openmetr
 from agentwatch.core import __version__
 from agentwatch.core.http import ConnectionStats
 from agentwatch.core.spool import REASONS, SUFFIX, Listing, SpoolFile, SpoolReader, exposed_names
+from agentwatch.exporter.filesystems import FilesystemGauges
 
 log = logging.getLogger("agentwatch.exporter")
 
@@ -34,6 +35,7 @@ SELF_PREFIXES = (
     "agentwatch_sentinel_file_",
     "agentwatch_exporter_",
     "agentwatch_alert_threshold",
+    "agentwatch_filesystem_",
 )
 SELF_NAMES = {"agentwatch_sentinel_up", "agentwatch_sentinel_stale"}
 
@@ -90,6 +92,7 @@ class SpoolCollector:
         default_interval: float = 60.0,
         thresholds: Mapping[str, float] | None = None,
         connections: ConnectionStats | None = None,
+        filesystems: Mapping[str, Path] | None = None,
     ):
         self.reader = SpoolReader(spool_dir, expected=expected)
         self.thresholds = dict(thresholds or {})
@@ -97,6 +100,7 @@ class SpoolCollector:
         self.stale_after_intervals = stale_after_intervals
         self.default_interval = default_interval
         self.connections = connections if connections is not None else ConnectionStats()
+        self.filesystems = FilesystemGauges(filesystems or {})
         self._lock = threading.Lock()
         self._logged_errors: dict[str, str] = {}
         self._merge_rejected: set[tuple[str, tuple[int, int, int]]] = set()
@@ -235,6 +239,7 @@ class SpoolCollector:
             *self._reader_metrics(listing),
             *connection_metrics(self.connections),
             threshold_metrics(self.thresholds),
+            *self.filesystems.families(),
             GaugeMetricFamily(
                 "agentwatch_exporter_merge_duration_seconds",
                 "Time the exporter took to read and merge the spool for the body it serves.",

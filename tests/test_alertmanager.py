@@ -21,6 +21,7 @@ import requests
 import yaml
 
 from tests.conftest import free_port
+from tests.test_rules import parse_duration
 
 ROOT = Path(__file__).resolve().parent.parent
 RULES_DIR = ROOT / "rules"
@@ -40,6 +41,8 @@ ACTION_WORDS = {
     "breaker": "circuit breaker open",
     "nudge": "nudges the agent in pane",
     "fail_task": "marks task",
+    "burn": "the controller shrinks, after twice that it pauses",
+    "grow": "one agent more",
     None: "this one needs you",
 }
 # Labels that say where an alert happens; the message must name each one's value.
@@ -103,6 +106,66 @@ def test_routes_by_severity(amtool: str, severity: str, receivers: str) -> None:
     assert wrong.returncode != 0, "verify.receivers must reject a wrong receiver list"
 
 
+# (labels, the receivers of alertmanager.yml, the receivers of alertmanager-local.yml)
+ROUTES = [
+    # the watchdog: only its dead man's switch, never a chat
+    (["alertname=AgentwatchWatchdog", "severity=none"], "deadmansswitch", "deadmansswitch"),
+    # grow is for the controller only
+    (
+        ["alertname=AgentwatchErrorRatioLow", "severity=info", "agentwatch_action=grow"],
+        "null",
+        "null",
+    ),
+    # the new messages a person must see reach chat like any other of their severity
+    (
+        ["alertname=AgentwatchBurnThrottled", "severity=warning", "step=shrink"],
+        "webhook,slack",
+        "local-webhook",
+    ),
+    (
+        ["alertname=AgentwatchNudgeEscalated", "severity=warning"],
+        "webhook,slack",
+        "local-webhook",
+    ),
+    (
+        ["alertname=AgentwatchBurnThrottleIneffective", "severity=critical"],
+        "webhook,telegram,slack",
+        "local-webhook",
+    ),
+    (
+        ["alertname=AgentwatchSessionTokenBurn", "severity=critical", "agentwatch_action=burn"],
+        "webhook,telegram,slack",
+        "local-webhook",
+    ),
+]
+
+
+@pytest.mark.parametrize(("labels", "main", "local"), ROUTES, ids=lambda v: str(v)[:40])
+def test_watchdog_grow_and_new_chat_alerts_route(
+    amtool: str, labels: list[str], main: str, local: str
+) -> None:
+    for config, receivers in ((MAIN_CONFIG, main), (LOCAL_CONFIG, local)):
+        base = [amtool, "config", "routes", "test", f"--config.file={config}"]
+        result = run([*base, f"--verify.receivers={receivers}", *labels])
+        assert result.returncode == 0, f"{config.name}: {result.stdout}{result.stderr}"
+
+
+def test_the_dead_mans_switch_is_pinged_often_and_the_null_receiver_sends_nothing() -> None:
+    main = yaml.safe_load(MAIN_CONFIG.read_text())
+    [route] = [r for r in main["route"]["routes"] if r["receiver"] == "deadmansswitch"]
+    assert route["matchers"] == ['alertname="AgentwatchWatchdog"']
+    assert (
+        parse_duration(route["repeat_interval"])
+        <= 600
+        < parse_duration(main["route"]["repeat_interval"])
+    )
+    receivers = {r["name"]: r for r in main["receivers"]}
+    assert receivers["deadmansswitch"]["webhook_configs"][0]["url"].endswith("DEADMANSSWITCH_URL")
+    assert set(receivers["null"]) == {"name"}
+    local = {r["name"]: r for r in yaml.safe_load(LOCAL_CONFIG.read_text())["receivers"]}
+    assert set(local["deadmansswitch"]) == set(local["null"]) == {"name"}
+
+
 @pytest.mark.parametrize("severity", ["critical", "warning", "info"])
 def test_local_config_sends_everything_to_the_local_printer(amtool: str, severity: str) -> None:
     result = run(
@@ -119,7 +182,7 @@ def test_local_config_sends_everything_to_the_local_printer(amtool: str, severit
     )
     assert result.returncode == 0, result.stdout + result.stderr
     local = yaml.safe_load(LOCAL_CONFIG.read_text())
-    [receiver] = local["receivers"]
+    [receiver] = [r for r in local["receivers"] if r.get("webhook_configs")]
     assert [hook["url"] for hook in receiver["webhook_configs"]] == [LOCAL_PRINTER]
     assert local["route"]["group_wait"] == "5s"
 
@@ -146,12 +209,13 @@ def test_main_config_holds_placeholders_not_secrets() -> None:
         "SLACK_WEBHOOK_URL_FILE",
         "DISCORD_WEBHOOK_URL",
         "WEBHOOK_URL",
+        "DEADMANSSWITCH_URL",
     ):
         assert placeholder in text
     assert "mode 0600" in text, "the file must say it needs mode 0600 once filled in"
     config = yaml.safe_load(text)
     receivers = {receiver["name"]: receiver for receiver in config["receivers"]}
-    assert set(receivers) == {"webhook", "telegram", "slack", "discord"}
+    assert set(receivers) == {"webhook", "telegram", "slack", "discord", "deadmansswitch", "null"}
     assert receivers["slack"]["slack_configs"][0]["api_url_file"]
     assert "api_url" not in receivers["slack"]["slack_configs"][0]
     assert receivers["telegram"]["telegram_configs"][0]["parse_mode"] == ""

@@ -184,12 +184,48 @@ def test_exporter_command_binds_loopback_by_default(tmp_path: Path, processes: l
     else:
         pytest.fail("exporter did not start")
     assert status == 200 and "agentwatch_exporter_build_info" in body
+    assert 'agentwatch_filesystem_size_bytes{dir="spool"}' in body  # the command wires it up
     bound = [
         conn.laddr
         for conn in psutil.Process(process.pid).net_connections(kind="tcp")
         if conn.status == psutil.CONN_LISTEN
     ]
     assert [(addr.ip, addr.port) for addr in bound] == [("127.0.0.1", port)]
+
+
+def test_filesystems_of_state_and_spool_are_measured_each_scrape(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    state, spool_dir = tmp_path / "state", tmp_path / "spool"
+    spool_dir.mkdir()
+    collector = SpoolCollector(spool_dir, filesystems={"state": state, "spool": spool_dir})
+    caplog.set_level("INFO", logger="agentwatch.exporter")
+    for _ in range(2):  # the missing state folder: absent (never 0), logged once
+        found = samples(_scrape(collector))
+    real = os.statvfs(spool_dir)
+    spool_labels = (("dir", "spool"),)
+    assert (
+        found[("agentwatch_filesystem_size_bytes", spool_labels)] == real.f_blocks * real.f_frsize
+    )
+    avail = found[("agentwatch_filesystem_avail_bytes", spool_labels)]
+    assert abs(avail - real.f_bavail * real.f_frsize) <= 64 * 2**20  # other writers meanwhile
+    assert not [key for key in found if key[0].startswith("agentwatch_filesystem_") and
+                key[1] == (("dir", "state"),)]  # fmt: skip
+    failing = [r for r in caplog.records if "cannot measure the state filesystem" in r.message]
+    assert len(failing) == 1 and str(state) in failing[0].message
+    state.mkdir()
+    found = samples(_scrape(collector))
+    assert found[("agentwatch_filesystem_size_bytes", (("dir", "state"),))] > 0
+    assert any("state filesystem is measured again" in r.message for r in caplog.records)
+
+
+def test_a_spool_file_cannot_fake_the_filesystem_series(tmp_path: Path) -> None:
+    spool.write(
+        tmp_path, "alpha", 15, lambda: [_gauge("agentwatch_filesystem_avail_bytes", 0, dir="state")]
+    )
+    found = samples(_scrape(SpoolCollector(tmp_path, filesystems={"state": tmp_path})))
+    assert found[("agentwatch_filesystem_avail_bytes", (("dir", "state"),))] > 0
+    assert found[("agentwatch_sentinel_file_error", (("sentinel", "alpha"),))] == 1
 
 
 def test_render_is_byte_identical_to_prometheus_client() -> None:

@@ -30,6 +30,29 @@ METRICS_DOC = ROOT / "docs" / "metrics.md"
 
 RUNBOOK_BASE = "https://github.com/agentwatch/agentwatch/blob/main/docs/runbook.md#"
 SEVERITIES = {"critical", "warning", "info"}
+# The one alert without a severity anyone acts on: always firing, for a dead man's switch.
+WATCHDOG = "AgentwatchWatchdog"
+# Recording rules over recorded series: never backfilled, never read by an alert.
+DERIVED_FILE = "derived.rules.yml"
+# Recording rules over raw series only: the back-test backfills these files in one pass.
+RAW_FILES = ("recording.rules.yml", "quota.rules.yml")
+# Metrics of issue 15 that other work slices add (docs/metrics.md documents them there): the
+# rules are written against the shared contract's names. Remove an entry once its section
+# in docs/metrics.md documents it.
+CONTRACT_METRICS = {
+    "agentwatch_block_tokens",
+    "agentwatch_block_end_timestamp_seconds",
+    "agentwatch_block_limit_tokens",
+    "agentwatch_block_session_tokens",
+    "agentwatch_budget_spent_usd",
+    "agentwatch_claude_session_tool_repeats_total",
+    "agentwatch_controller_burn_escalation",
+    "agentwatch_controller_burn_pre_throttle_rate",
+    "agentwatch_controller_burn_target_rate",
+    "agentwatch_controller_burn_verify_due_timestamp_seconds",
+    "agentwatch_ledger_commit_duration_seconds",
+}
+HISTOGRAM_SUFFIX = re.compile(r"_(bucket|count|sum)$")
 TIERS = {"opus", "sonnet"}
 ALERT_NAME = re.compile(r"^Agentwatch[A-Z][A-Za-z0-9]*$")
 RECORD_NAME = re.compile(r"^[a-z_]+:[a-z][a-z0-9_]*:[a-z][a-z0-9_]*$")
@@ -127,6 +150,8 @@ def test_promtool_unit_tests_pass(promtool: str) -> None:
     assert result.stdout.count("SUCCESS") == len(TEST_FILES), result.stdout
 
 
+STALE_THRESHOLD = 'agentwatch_alert_threshold{name="quota_stale_seconds"}'
+
 # (rule file, text, replacement, the promtool test file that must now fail): the tests notice
 # a weakened threshold, a wrong factor, a missing guard or a widened state set.
 MUTATIONS = [
@@ -146,9 +171,23 @@ MUTATIONS = [
     ("alerts-release.rules.yml", ">= 2 * 86400", ">= 1.9 * 86400", "release_test.yml"),
     (
         "alerts-capacity.rules.yml",
-        "increase(agentwatch_api_errors_total[10m])) >= 3",
-        "increase(agentwatch_api_errors_total[10m])) >= 2",
+        "          ) >= 3\n",
+        "          ) >= 2\n",
         "capacity_test.yml",
+    ),
+    # Official quota readings trusted however old they are.
+    (
+        "quota.rules.yml",
+        "group_left ()\n" + " " * 16 + STALE_THRESHOLD,
+        "group_left ()\n" + " " * 16 + "1e9 * " + STALE_THRESHOLD,
+        "quota_official_test.yml",
+    ),
+    # A retry loop that is no longer told apart from heavy work.
+    (
+        "alerts-spend.rules.yml",
+        "increase(agentwatch_claude_session_tool_repeats_total[15m])\n            ) >= 5",
+        "increase(agentwatch_claude_session_tool_repeats_total[15m])\n            ) >= 50",
+        "burn_kind_test.yml",
     ),
     (
         "alerts-claude-sessions.rules.yml",
@@ -215,7 +254,10 @@ def test_every_alert_keeps_the_label_and_annotation_contract() -> None:
             problems.append(f"{name}: not CamelCase with the Agentwatch prefix")
         if "for" not in rule or parse_duration(str(rule["for"])) <= 0:
             problems.append(f"{name}: needs a positive for:")
-        if labels.get("severity") not in SEVERITIES:
+        if labels.get("severity") not in SEVERITIES and (name, labels.get("severity")) != (
+            WATCHDOG,
+            "none",
+        ):
             problems.append(f"{name}: severity {labels.get('severity')!r}")
         for key in ("summary", "description", "runbook_url"):
             if not str(notes.get(key, "")).strip():
@@ -239,7 +281,17 @@ def test_every_runbook_url_points_at_a_runbook_heading() -> None:
 
 def test_actions_are_in_the_contract() -> None:
     actions = documented_actions()
-    assert actions == {"pause", "shrink", "stop", "defer_tier", "breaker", "nudge", "fail_task"}
+    assert actions == {
+        "pause",
+        "shrink",
+        "stop",
+        "defer_tier",
+        "breaker",
+        "nudge",
+        "fail_task",
+        "burn",
+        "grow",
+    }
     for rule in alert_rules():
         labels = rule["labels"]
         action = labels.get("agentwatch_action")
@@ -296,9 +348,19 @@ def test_recording_rules_are_named_level_metric_operations() -> None:
 
 
 def test_recording_rules_read_only_raw_series() -> None:
-    """One level deep, so `promtool tsdb create-blocks-from rules` backfills them in one pass."""
+    """One level deep, so `promtool tsdb create-blocks-from rules` backfills them in one pass;
+    only derived.rules.yml reads recorded series, and only those of the first level."""
+    first_level = {r["record"] for r in recording_rules() if r["_file"] in RAW_FILES}
+    derived = {r["record"] for r in recording_rules() if r["_file"] == DERIVED_FILE}
+    assert derived, "derived.rules.yml has no rule"
     for rule in recording_rules():
-        assert not re.search(r"\w+:\w+:\w+", rule["expr"]), rule["record"]
+        read = set(re.findall(r"\w+:\w+:\w+", rule["expr"]))
+        if rule["_file"] == DERIVED_FILE:
+            assert read and read <= first_level, rule["record"]
+        else:
+            assert rule["_file"] in RAW_FILES and not read, rule["record"]
+    for rule in alert_rules():
+        assert not derived & set(re.findall(r"\w+:\w+:\w+", rule["expr"])), rule["alert"]
 
 
 def test_rules_use_only_documented_metrics() -> None:
@@ -309,7 +371,12 @@ def test_rules_use_only_documented_metrics() -> None:
         used |= set(re.findall(r"(?<![:\w])(agentwatch_[a-z0-9_]+)", rule["expr"]))
         for note in rule.get("annotations", {}).values():
             used |= set(re.findall(r"\b(agentwatch_[a-z0-9_]+)\{", note))
-    unknown = {name for name in used if name not in documented and name not in recorded}
+    used = {HISTOGRAM_SUFFIX.sub("", name) for name in used}
+    unknown = {
+        name
+        for name in used
+        if name not in documented and name not in recorded and name not in CONTRACT_METRICS
+    }
     assert not unknown, f"metrics in rules/ that no document defines: {sorted(unknown)}"
 
 
@@ -334,3 +401,39 @@ def test_alertmanager_configs_are_not_rule_files() -> None:
     """Prometheus loads rules/*.rules.yml; the Alertmanager files must stay outside that glob."""
     names = {path.name for path in RULE_FILES}
     assert "alertmanager.yml" not in names and "alertmanager-local.yml" not in names
+
+
+def test_the_stack_scrapes_prometheus_and_alertmanager_for_their_alerts(
+    promtool: str, tmp_path: Path
+) -> None:
+    """AgentwatchRuleEvaluationFailing and AgentwatchAlertmanagerNotificationsFailing read the
+    two servers' own metrics: the stack's Prometheus must scrape both, out of the box."""
+    from agentwatch.cli import stack
+    from agentwatch.sentinels import registry
+
+    cfg = registry.config_from_mapping({})
+    document = stack.prometheus_config(cfg, "127.0.0.1:9847", RULE_FILES)
+    jobs = {
+        job["job_name"]: job["static_configs"][0]["targets"] for job in document["scrape_configs"]
+    }
+    assert jobs == {
+        "agentwatch": ["127.0.0.1:9847"],
+        "prometheus": [cfg["stack"]["prometheus_listen"]],
+        "alertmanager": [cfg["stack"]["alertmanager_listen"]],
+    }
+    used = {
+        job
+        for rule in alert_rules()
+        for job, metric in (
+            ("prometheus", "prometheus_"),
+            ("alertmanager", "alertmanager_"),
+        )
+        if re.search(rf"\b{metric}\w+", rule["expr"])
+    }
+    assert used == {"prometheus", "alertmanager"}
+    path = tmp_path / "prometheus.yml"
+    path.write_text(yaml.safe_dump(document))
+    checked = subprocess.run(
+        [promtool, "check", "config", str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
