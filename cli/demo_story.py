@@ -16,7 +16,6 @@ from typing import Any
 BURNS = ("AgentwatchSessionTokenBurn", "AgentwatchProjectTokenBurn")
 STALL = "AgentwatchSessionStalledOnError"
 QUOTA = ("AgentwatchQuotaElevated", "AgentwatchQuotaCritical", "AgentwatchQuotaShutdown")
-BUDGET = ("AgentwatchBudgetCritical", "AgentwatchBudgetExhausted")
 INEFFECTIVE = "AgentwatchBurnThrottleIneffective"
 
 Samples = Mapping[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -76,12 +75,18 @@ class Story:
             out.append(line)
 
     def observe(
-        self, alerts: Any, decision: Mapping[str, Any] | None, samples: Samples, now: float
+        self,
+        alerts: Any,
+        decision: Mapping[str, Any] | None,
+        samples: Samples,
+        now: float,
+        effect: float | None = None,
     ) -> list[str]:
+        """New lines; `effect` is the burn's current rate over its pre-throttle rate."""
         active = firing(alerts)
         decision = decision or {}
         out: list[str] = []
-        self._burn(active, decision, samples, now, out)
+        self._burn(active, decision, samples, now, effect, out)
         self._stall(active, samples, out)
         self._quota(active, decision, out)
         self._budget(active, decision, out)
@@ -93,6 +98,7 @@ class Story:
         decision: Mapping[str, Any],
         samples: Samples,
         now: float,
+        effect: float | None,
         out: list[str],
     ) -> None:
         alerts = list(active)
@@ -122,11 +128,14 @@ class Story:
                 out,
             )
         due = _value(samples, "agentwatch_controller_burn_verify_due_timestamp_seconds")
-        if due and now > due + 60:  # a minute past due for the rules to judge
+        target = _value(samples, "agentwatch_controller_burn_target_rate")
+        pre = _value(samples, "agentwatch_controller_burn_pre_throttle_rate")
+        # past due plus the rule's `for`: had the rate stayed above target, the alert had fired
+        if due and now > due + 90 and effect is not None and pre and effect * pre < target:
             self._once(
                 "burn.verdict",
-                "burn: verifier: the rate fell below its target after the throttle "
-                "(no AgentwatchBurnThrottleIneffective)",
+                f"burn: verifier: the rate fell to {effect:.0%} of its pre-throttle rate: "
+                "the throttle worked",
                 out,
             )
 
@@ -168,9 +177,16 @@ class Story:
         self, active: Iterable[Firing], decision: Mapping[str, Any], out: list[str]
     ) -> None:
         for alert in active:
-            if alert.name in BUDGET and decision.get("paused"):
+            if alert.name == "AgentwatchBudgetCritical" and decision.get("paused"):
                 self._once(
                     "budget.paused",
                     f"budget: {alert.summary or alert.name}: the controller paused spawning",
+                    out,
+                )
+            if alert.name == "AgentwatchBudgetExhausted" and decision.get("should_stop"):
+                self._once(
+                    "budget.stopped",
+                    f"budget: {alert.summary or alert.name}: the controller told the "
+                    "orchestrator to drain and stop",
                     out,
                 )

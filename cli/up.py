@@ -340,6 +340,22 @@ def _fetch_alerts(alertmanager: str) -> Any:
         return None
 
 
+def _burn_effect(prometheus_api: str) -> float | None:
+    """The throttled burn's current rate over its pre-throttle rate (the verifier's number)."""
+    import requests
+
+    try:
+        reply = requests.get(
+            f"{prometheus_api}/api/v1/query",
+            params={"query": "max(instance_session:agentwatch_burn_throttle_effect:ratio)"},
+            timeout=1.0,
+        )
+        result = reply.json()["data"]["result"] if reply.ok else []
+        return float(result[0]["value"][1]) if result else None
+    except (requests.RequestException, ValueError, KeyError, IndexError, TypeError):
+        return None
+
+
 def _samples(collector: SpoolCollector) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     families, _ = collector.snapshot()
     return {
@@ -425,6 +441,7 @@ def run(args: argparse.Namespace, cfg: config.Config) -> int:
     signal.signal(signal.SIGTERM, request_stop)
     collector = spool_collector(cfg, spool)
     story = demo_story.Story() if layout.demo and layout.stack else None
+    prometheus_api = f"http://{stack_cfg['prometheus_listen']}"
     deadline = time.monotonic() + args.duration if args.duration else None
     next_status = time.monotonic() + 3.0
     next_story = time.monotonic() + STORY_EVERY
@@ -436,7 +453,10 @@ def run(args: argparse.Namespace, cfg: config.Config) -> int:
             if story is not None and now >= next_story:
                 decision = report.read_decision(sentinel_state / "controller.json")
                 alerts = _fetch_alerts(stack_cfg["alertmanager_listen"])
-                for line in story.observe(alerts, decision, _samples(collector), time.time()):
+                effect = _burn_effect(prometheus_api)
+                for line in story.observe(
+                    alerts, decision, _samples(collector), time.time(), effect
+                ):
                     print(time.strftime("%H:%M:%S"), "demo:", line, flush=True)
                 next_story = now + STORY_EVERY
             if now >= next_status:
