@@ -21,7 +21,9 @@ from tests.conftest import free_port, run_cli, run_ledger_once
 from tests.transcripts import assistant, encode, transcript
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
-ROW = re.compile(r"^\| `(agentwatch_[a-z0-9_]+)` \| (counter|gauge) \| ?([a-z_, ]*?) ?\|", re.M)
+ROW = re.compile(
+    r"^\| `(agentwatch_[a-z0-9_]+)` \| (counter|gauge|histogram) \| ?([a-z_, ]*?) ?\|", re.M
+)
 LOOP_FAMILIES = {INTERVAL_METRIC, CYCLE_FAILURES + "_total"}  # every loop writes these
 
 Families = dict[str, tuple[str, set[str]]]  # served name -> (type, labels seen)
