@@ -118,9 +118,7 @@ SENTINEL = Sentinel(
         "agentwatch_block_session_tokens",
         "agentwatch_spend_usd",
         "agentwatch_run_started_timestamp_seconds",
-        "agentwatch_ledger_commit_duration_seconds_bucket",
-        "agentwatch_ledger_commit_duration_seconds_sum",
-        "agentwatch_ledger_commit_duration_seconds_count",
+        "agentwatch_ledger_commit_duration_seconds",
     ),
     build=_build,
 )

@@ -4,9 +4,8 @@ behind (the `ledger_commit_seconds` alert reads it)."""
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
 
-from prometheus_client.metrics_core import GaugeMetricFamily
+from prometheus_client.metrics_core import HistogramMetricFamily
 
 NAME = "agentwatch_ledger_commit_duration_seconds"
 # 1 ms .. 10 s: a batch commit on a healthy disk takes a few ms, a stalled one seconds.
@@ -32,22 +31,11 @@ class CommitTimes:
             out.append((bound, running))
         return out
 
-    def families(self) -> Iterator[GaugeMetricFamily]:
-        """The histogram's three series as the spool serves them today (see docs/metrics.md:
-        the exporter's spool reader takes counters and gauges only), with the histogram's
-        names and `le` labels, so histogram_quantile and rate work on them unchanged."""
-        buckets = GaugeMetricFamily(
-            NAME + "_bucket",
-            "Ledger SQLite commits (batch write and COMMIT) that took at most `le` seconds, "
-            "since the sentinel started (a histogram's buckets).",
-            labels=["le"],
-        )
-        for bound, count in self.cumulative():
-            buckets.add_metric([bound], count)
-        yield buckets
-        yield GaugeMetricFamily(
-            NAME + "_sum", "Seconds spent in ledger SQLite commits since the start.", self.total
-        )
-        yield GaugeMetricFamily(
-            NAME + "_count", "Ledger SQLite commits since the start.", sum(self.counts)
+    def family(self) -> HistogramMetricFamily:
+        return HistogramMetricFamily(
+            NAME,
+            "Ledger SQLite commits (a batch's writes and its COMMIT) by how long they took, "
+            "since the sentinel started.",
+            buckets=self.cumulative(),
+            sum_value=self.total,
         )

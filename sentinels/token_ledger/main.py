@@ -389,8 +389,7 @@ class TokenLedger:
             families(self.ledger, size, self.counters, polled),
             # During a backfill, blocks it shuffles are computed again only now and then.
             self.windows.families(settle=self.reading is None),
-            self.ledger.commit_seconds.families(),
-            [full],
+            [self.ledger.commit_seconds.family(), full],
         )
 
     def close(self) -> None:
