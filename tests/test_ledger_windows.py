@@ -158,9 +158,9 @@ def test_incremental_blocks_equal_a_full_computation(seed: int) -> None:
         for ms, tokens in batch:
             minute = blocks.minute_of(ms / 1000)
             db.put(minute, ms, tokens)
-            row = deltas.setdefault((minute, 1), [ms, 0, 0, 0, 0, 0.0, 1])
-            row[0] = min(row[0], ms)
-            row[1] += tokens
+            row = deltas.setdefault((minute, 1), [minute, 1, ms, 0, 0, 0, 0, 0.0, 1])
+            row[2] = min(row[2], ms)
+            row[3] += tokens
         tracker.add(deltas)
         tracker.settle(force=True)
         expected = blocks.build(db.minutes(None))
@@ -176,7 +176,8 @@ def test_blocks_after_the_last_need_no_database_read() -> None:
     for hour in range(30):
         ms = T0 + hour * HOUR_MS + 7
         db.put(blocks.minute_of(ms / 1000), ms, 1.0)
-        tracker.add({(blocks.minute_of(ms / 1000), 1): [ms, 1.0, 0, 0, 0, 0.0, 1]})
+        minute = blocks.minute_of(ms / 1000)
+        tracker.add({(minute, 1): [minute, 1, ms, 1.0, 0, 0, 0, 0.0, 1]})
         tracker.settle()
     assert db.reads == 1
     assert len(tracker.blocks) == 6
@@ -188,7 +189,8 @@ def test_settle_is_rate_limited_during_a_backfill() -> None:
     tracker = BlockTracker(db.minutes, db.labels_in, monotonic=lambda: next(ticks))
     for ms in (T0 + 30 * HOUR_MS, T0, T0 + 10 * HOUR_MS):  # the last two land before/between
         db.put(blocks.minute_of(ms / 1000), ms, 1.0)
-        tracker.add({(blocks.minute_of(ms / 1000), 1): [ms, 1.0, 0, 0, 0, 0.0, 1]})
+        minute = blocks.minute_of(ms / 1000)
+        tracker.add({(minute, 1): [minute, 1, ms, 1.0, 0, 0, 0, 0.0, 1]})
         tracker.settle()  # the first rebuild at once; the next not within 20x its time...
     assert tracker.pending
     tracker.settle(force=True)  # ...until forced (the backfill is done)

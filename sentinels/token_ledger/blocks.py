@@ -23,8 +23,8 @@ MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
 BLOCK_MS = 5 * HOUR_MS
 
-# One committed bucket change: (minute, labelset) -> [first_ms, input, output, cache_read,
-# cache_creation, cost, responses] (the layout of store.add_buckets).
+# One committed bucket change: (minute, labelset) -> [minute, labelset, first_ms, input,
+# output, cache_read, cache_creation, cost, responses] (the row store.add_buckets writes).
 BucketDeltas = dict[tuple[int, int], list]
 
 
@@ -91,14 +91,16 @@ class BlockTracker:
     # ---- updating
     def add(self, deltas: BucketDeltas) -> None:
         """Committed bucket changes: fold them into the blocks they fall in."""
+        if self._keep == 0:
+            return  # every block is computed again (a backfill reading older files)
         by_minute: dict[int, list] = {}
-        for (minute, _labels), values in deltas.items():
-            tokens = values[1] + values[2] + values[3] + values[4]
+        for minute, _labels, first_ms, t_in, t_out, t_cr, t_cc, _cost, _new in deltas.values():
+            tokens = t_in + t_out + t_cr + t_cc
             row = by_minute.get(minute)
             if row is None:
-                by_minute[minute] = [values[0], tokens]
+                by_minute[minute] = [first_ms, tokens]
             else:
-                row[0] = min(row[0], values[0])
+                row[0] = min(row[0], first_ms)
                 row[1] += tokens
         last: Block | None = None  # where the previous minute went: most minutes follow it
         for minute in sorted(by_minute):
@@ -137,10 +139,9 @@ class BlockTracker:
         """Keep the active block's tokens per labelset (when read already) up to date."""
         assert self._active is not None
         _start_ms, first, last, cached = self._active
-        for (minute, labels), values in deltas.items():
+        for minute, labels, _first, t_in, t_out, t_cr, t_cc, _cost, _new in deltas.values():
             if first <= minute <= last:
-                tokens = values[1] + values[2] + values[3] + values[4]
-                cached[labels] = cached.get(labels, 0.0) + tokens
+                cached[labels] = cached.get(labels, 0.0) + t_in + t_out + t_cr + t_cc
 
     def settle(self, force: bool = False) -> None:
         """Compute again what `add` could not place; during a backfill at most so often that

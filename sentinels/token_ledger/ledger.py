@@ -116,8 +116,8 @@ class _Pending:
     by_labels: dict[int, list[float]] = field(default_factory=dict)
     # session -> [project, first_ts, last_ts]
     activity: dict[str, list] = field(default_factory=dict)
-    # (minute, labelset id) -> [first_ms, input, output, cache_read, cache_creation, cost,
-    # responses]: what this batch counted per minute (blocks.py, spend.py)
+    # (minute, labelset id) -> [minute, labelset id, first_ms, input, output, cache_read,
+    # cache_creation, cost, responses]: what this batch counted per minute (blocks.py)
     buckets: dict[tuple[int, int], list] = field(default_factory=dict)
     gauges: dict[str, float] = field(default_factory=dict)
     positions: dict[str, Position] = field(default_factory=dict)
@@ -587,19 +587,21 @@ class Ledger:
             # The minute of the line that changed the count: a later, better copy adds its
             # difference to its own minute (counters only grow; see docs/ledger-rules.md).
             ms = int(ts * 1000 + 0.5) if ts >= 0 else -int(-ts * 1000 + 0.5)
-            key = (-(-ms // MINUTE_MS), row.labels)
-            bucket = pending.buckets.get(key)
+            minute = -(-ms // MINUTE_MS)
+            bucket = pending.buckets.get((minute, row.labels))
             if bucket is None:
-                pending.buckets[key] = [ms, d_in, d_out, d_cr, d_cc, d_cost, new]
+                pending.buckets[(minute, row.labels)] = [
+                    minute, row.labels, ms, d_in, d_out, d_cr, d_cc, d_cost, new,
+                ]  # fmt: skip
             else:
-                if ms < bucket[0]:
-                    bucket[0] = ms
-                bucket[1] += d_in
-                bucket[2] += d_out
-                bucket[3] += d_cr
-                bucket[4] += d_cc
-                bucket[5] += d_cost
-                bucket[6] += new
+                if ms < bucket[2]:
+                    bucket[2] = ms
+                bucket[3] += d_in
+                bucket[4] += d_out
+                bucket[5] += d_cr
+                bucket[6] += d_cc
+                bucket[7] += d_cost
+                bucket[8] += new
 
     def _count_new_response(
         self, labels: int, kind: str | None, ts: float, reset_at: float | None
@@ -668,8 +670,6 @@ class Ledger:
             self.discard()
             raise
         self.commit_seconds.observe(time.perf_counter() - started)
-        for listener in self.on_commit:
-            listener(pending.buckets)
         self.positions.update(pending.positions)
         for counter, value in counters.items():
             self.counters[counter] = self.counters.get(counter, 0.0) + value
@@ -681,6 +681,8 @@ class Ledger:
         self.gauges.update(pending.gauges)
         self._remember_sessions(session_deltas)
         self._pending = _Pending()
+        for listener in self.on_commit:  # last: the ledger is consistent whatever they do
+            listener(pending.buckets)
 
     def _remember_sessions(self, deltas: dict[str, list]) -> None:
         cutoff = self.clock() - self.session_ttl

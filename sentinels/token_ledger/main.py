@@ -286,8 +286,13 @@ class TokenLedger:
     def _open(self) -> float | None:
         """Open the database; when the disk is full, seconds until the next try."""
         try:
-            self.ledger = build(self.config, self.state_dir)
-            self.windows = Windows(self.ledger, self.state_dir, self.block_token_limit)
+            ledger = build(self.config, self.state_dir)
+            try:
+                windows = Windows(ledger, self.state_dir, self.block_token_limit)
+            except BaseException:
+                ledger.store.close()  # the next try must find the lock free
+                raise
+            self.ledger, self.windows = ledger, windows
         except StateInUse as err:
             raise SentinelError(str(err)) from err
         except Exception as err:

@@ -52,8 +52,8 @@ class SpendTracker:
     def add(self, deltas: BucketDeltas) -> None:
         if not self.totals:
             return
-        for (minute, _labels), values in deltas.items():
-            cost = values[5]
+        for values in deltas.values():
+            minute, cost = values[0], values[7]
             if not cost:
                 continue
             for period, (after, total) in self.totals.items():

@@ -296,18 +296,16 @@ class Store:
         )
 
     def add_buckets(self, deltas: dict[tuple[int, int], list]) -> None:
-        """deltas: (minute, labelset) -> [first_ms, in, out, cache_read, cache_creation, cost,
-        responses]; within the open transaction."""
+        """deltas: (minute, labelset) -> [minute, labelset, first_ms, in, out, cache_read,
+        cache_creation, cost, responses]; within the open transaction. The token columns are
+        REAL, so SQLite stores the sums as floats (many lines cannot pass int64)."""
         self.db.executemany(
             "INSERT INTO buckets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (minute, labels) DO UPDATE SET first_ms = min(first_ms, "
             "excluded.first_ms), t_in = t_in + excluded.t_in, t_out = t_out + excluded.t_out,"
             " t_cr = t_cr + excluded.t_cr, t_cc = t_cc + excluded.t_cc,"
             " cost = cost + excluded.cost, responses = responses + excluded.responses",
-            (
-                (minute, labels, first_ms, *map(float, tokens), cost, responses)
-                for (minute, labels), (first_ms, *tokens, cost, responses) in deltas.items()
-            ),
+            deltas.values(),
         )
 
     def set_gauges(self, gauges: dict[str, float]) -> None:
