@@ -75,7 +75,7 @@ class BlockTracker:
 
     def __init__(
         self,
-        minutes: Callable[[int | None], list[tuple[int, int, float]]],
+        minutes: Callable[[int | None], Iterable[tuple[int, int, float]]],
         labels_in: Callable[[int, int], dict[int, float]],
         monotonic: Callable[[], float] = time.monotonic,
     ):

@@ -4,8 +4,10 @@ behind (the `ledger_commit_seconds` alert reads it)."""
 from __future__ import annotations
 
 import bisect
+from typing import TYPE_CHECKING
 
-from prometheus_client.metrics_core import HistogramMetricFamily
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import HistogramMetricFamily
 
 NAME = "agentwatch_ledger_commit_duration_seconds"
 # 1 ms .. 10 s: a batch commit on a healthy disk takes a few ms, a stalled one seconds.
@@ -32,6 +34,8 @@ class CommitTimes:
         return out
 
     def family(self) -> HistogramMetricFamily:
+        from prometheus_client.metrics_core import HistogramMetricFamily  # the ledger needs none
+
         return HistogramMetricFamily(
             NAME,
             "Ledger SQLite commits (a batch's writes and its COMMIT) by how long they took, "

@@ -12,7 +12,7 @@ import fcntl
 import json
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,14 +183,15 @@ class Store:
         )
         return {row[0]: row[1:] for row in rows}
 
-    def minutes(self, after: int | None = None) -> list[tuple[int, int, float]]:
-        """(minute, first_ms, tokens of every type) per minute, in order; after a minute."""
+    def minutes(self, after: int | None = None) -> Iterator[tuple[int, int, float]]:
+        """(minute, first_ms, tokens of every type) per minute, in order; after a minute.
+        A cursor, not a list: years of history are read once at the start."""
         where = "" if after is None else "WHERE minute > ?"
         return self.db.execute(
             "SELECT minute, min(first_ms), total(t_in + t_out + t_cr + t_cc) FROM buckets "
             f"{where} GROUP BY minute ORDER BY minute",
             () if after is None else (after,),
-        ).fetchall()
+        )
 
     def tokens_by_labels(self, first: int, last: int) -> dict[int, float]:
         """Tokens of every type per labelset in the minutes first..last."""
@@ -305,7 +306,7 @@ class Store:
             "excluded.first_ms), t_in = t_in + excluded.t_in, t_out = t_out + excluded.t_out,"
             " t_cr = t_cr + excluded.t_cr, t_cc = t_cc + excluded.t_cc,"
             " cost = cost + excluded.cost, responses = responses + excluded.responses",
-            deltas.values(),
+            sorted(deltas.values()),  # in key order: the b-tree is walked, not jumped around
         )
 
     def set_gauges(self, gauges: dict[str, float]) -> None:
