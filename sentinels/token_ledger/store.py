@@ -306,7 +306,12 @@ class Store:
             "excluded.first_ms), t_in = t_in + excluded.t_in, t_out = t_out + excluded.t_out,"
             " t_cr = t_cr + excluded.t_cr, t_cc = t_cc + excluded.t_cc,"
             " cost = cost + excluded.cost, responses = responses + excluded.responses",
-            sorted(deltas.values()),  # in key order: the b-tree is walked, not jumped around
+            # In key order (the b-tree is walked, not jumped around); sums as floats: many
+            # lines each under the per-field bound can pass SQLite's int64.
+            (
+                (m, labels, first, float(a), float(b), float(c), float(d), cost, n)
+                for m, labels, first, a, b, c, d, cost, n in sorted(deltas.values())
+            ),
         )
 
     def set_gauges(self, gauges: dict[str, float]) -> None:
