@@ -151,3 +151,40 @@ def test_blocks_match_ccusage(tmp_path: Path) -> None:
             (_ms(block["startTime"]), block["totalTokens"]) for block in blocks
         )
     assert len(blocks) == 6  # A, B, C, D, F (stage 2), E
+
+
+def _ccusage_daily_tokens(case: corpus.Corpus, scratch: Path) -> int:
+    scratch.mkdir(parents=True, exist_ok=True)
+    command = [ccusage_command(), "claude", "daily", "--json", "--offline"]
+    ran = subprocess.run(
+        command, env=_environment(case, scratch), cwd=case.cwd or scratch, capture_output=True,
+        text=True, timeout=TIMEOUT, check=False,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    totals = json.loads(ran.stdout)["totals"]
+    return sum(totals[k] for k in ("inputTokens", "outputTokens", "cacheReadTokens",
+                                   "cacheCreationTokens"))  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["s12_progress", "regression_no_request_id_key"])
+def test_blocks_count_the_entries_daily_counts(name: str, tmp_path: Path) -> None:
+    """ccusage 20.0.24 reads `blocks` with another loader than `daily`, which differs from it
+    on progress wrappers and on copies without requestId (docs/ledger-rules.md): the ledger's
+    blocks hold the entries its counters (and ccusage daily) count. The test notices when
+    ccusage's two commands agree again."""
+    makers = {**corpus.EDGE_CORPORA, **corpus.REGRESSION_CORPORA}
+    case = makers[name](tmp_path / "corpus")
+    state = tmp_path / "state"
+    ours = _ledger(case, tmp_path / "run", state)
+    daily = _ccusage_daily_tokens(case, tmp_path / "daily")
+    theirs = sum(block["totalTokens"] for block in _ccusage(case, tmp_path / "blocks"))
+    store = Store(state / "token-ledger.sqlite")
+    try:
+        held = sum(
+            block.tokens for block in BlockTracker(store.minutes, store.tokens_by_labels).blocks
+        )
+    finally:
+        store.close()
+    counted = sum(v for k, v in ours.items() if k[0] == "agentwatch_tokens_total")
+    assert held == counted == daily
+    assert theirs != daily, f"{name}: ccusage blocks now counts what daily counts"
