@@ -23,7 +23,6 @@ from stat import S_ISREG
 from agentwatch.core import claude
 from agentwatch.core.log import FailureGate
 from agentwatch.core.sanitize import label_value
-from agentwatch.sentinels.token_ledger.blocks import MINUTE_MS
 from agentwatch.sentinels.token_ledger.commit_times import CommitTimes
 from agentwatch.sentinels.token_ledger.fold import DIMENSIONS, Fold, SessionFold, top_names
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
@@ -587,12 +586,11 @@ class Ledger:
             # The minute of the line that changed the count: a later, better copy adds its
             # difference to its own minute (counters only grow; see docs/ledger-rules.md).
             ms = int(ts * 1000 + 0.5) if ts >= 0 else -int(-ts * 1000 + 0.5)
-            minute = -(-ms // MINUTE_MS)
-            bucket = pending.buckets.get((minute, row.labels))
-            if bucket is None:
-                pending.buckets[(minute, row.labels)] = [
-                    minute, row.labels, ms, d_in, d_out, d_cr, d_cc, d_cost, new,
-                ]  # fmt: skip
+            key = (-(-ms // 60_000), row.labels)  # blocks.minute_of
+            bucket = pending.buckets.get(key)
+            if bucket is None:  # floats: many lines' sums can pass int64 (store.add_buckets)
+                pending.buckets[key] = [*key, ms, float(d_in), float(d_out), float(d_cr),
+                                        float(d_cc), d_cost, new]  # fmt: skip
             else:
                 if ms < bucket[2]:
                     bucket[2] = ms

@@ -298,20 +298,15 @@ class Store:
 
     def add_buckets(self, deltas: dict[tuple[int, int], list]) -> None:
         """deltas: (minute, labelset) -> [minute, labelset, first_ms, in, out, cache_read,
-        cache_creation, cost, responses]; within the open transaction. The token columns are
-        REAL, so SQLite stores the sums as floats (many lines cannot pass int64)."""
+        cache_creation, cost, responses], the sums as floats (many lines each under the
+        per-field bound can pass SQLite's int64); within the open transaction."""
         self.db.executemany(
             "INSERT INTO buckets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (minute, labels) DO UPDATE SET first_ms = min(first_ms, "
             "excluded.first_ms), t_in = t_in + excluded.t_in, t_out = t_out + excluded.t_out,"
             " t_cr = t_cr + excluded.t_cr, t_cc = t_cc + excluded.t_cc,"
             " cost = cost + excluded.cost, responses = responses + excluded.responses",
-            # In key order (the b-tree is walked, not jumped around); sums as floats: many
-            # lines each under the per-field bound can pass SQLite's int64.
-            (
-                (m, labels, first, float(a), float(b), float(c), float(d), cost, n)
-                for m, labels, first, a, b, c, d, cost, n in sorted(deltas.values())
-            ),
+            deltas.values(),
         )
 
     def set_gauges(self, gauges: dict[str, float]) -> None:
