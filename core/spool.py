@@ -126,7 +126,12 @@ class SpoolParseError(ValueError):
 
 # Sample names each family type may carry, by suffix; anything else would render as an
 # exposition promtool rejects (a `# TYPE t counter` with a sample `t` of another family).
-_SAMPLE_SUFFIXES = {"counter": ("_total", "_created"), "gauge": ("",), "unknown": ("",)}
+_SAMPLE_SUFFIXES = {
+    "counter": ("_total", "_created"),
+    "gauge": ("",),
+    "unknown": ("",),
+    "histogram": ("_bucket", "_count", "_sum", "_created"),
+}
 _HEADER_SUFFIX = {"counter": "_total"}
 # Why a file is left out (the `reason` label of the exporter's rejection counter).
 REASONS = ("not_regular", "too_large", "unreadable", "bad_utf8", "malformed", "bad_family",
@@ -169,7 +174,7 @@ def _check_family(family: Metric) -> None:
     suffixes = _SAMPLE_SUFFIXES.get(family.type)
     if suffixes is None:
         raise SpoolParseError("bad_family", f"a family of type {family.type!r} (only counter, "
-                              "gauge and untyped are served)")  # fmt: skip
+                              "gauge, histogram and untyped are served)")  # fmt: skip
     allowed = {family.name + suffix for suffix in suffixes}
     if any(sample.name not in allowed for sample in family.samples):
         raise SpoolParseError(

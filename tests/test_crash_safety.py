@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
 
 import psutil
 
+from agentwatch.demo.transcripts import iso_ms
 from tests.conftest import CLI, run_ledger_once, samples
 from tests.transcripts import assistant, encode, transcript, user_line
 
@@ -18,16 +20,24 @@ from tests.transcripts import assistant, encode, transcript, user_line
 def _corpus(root: Path, files: int = 40, responses: int = 400) -> None:
     rng = random.Random(1234)
     filler = user_line("x" * 4000)
+    start_ms = 1_795_000_000_000
     for number in range(files):
         records = []
         for index in range(responses):
             msg = f"msg_{number}_{index}"
             final = rng.randint(10, 2000)
+            # spread over days, so that the minute buckets of the runs can differ
+            stamp = iso_ms(start_ms + number * 3_700_000 + index * rng.randint(1_000, 90_000))
             records.append(
-                assistant(msg, output_tokens=max(1, final // 3), input_tokens=rng.randint(1, 9000))
+                assistant(
+                    msg,
+                    output_tokens=max(1, final // 3),
+                    input_tokens=rng.randint(1, 9000),
+                    timestamp=stamp,
+                )
             )
             records[-1]["message"]["usage"]["output_tokens"] = max(1, final // 3)
-            copy = assistant(msg, output_tokens=final)
+            copy = assistant(msg, output_tokens=final, timestamp=stamp)
             copy["message"]["usage"]["input_tokens"] = records[-1]["message"]["usage"][
                 "input_tokens"
             ]
@@ -47,6 +57,20 @@ def _counters(spool: Path) -> dict:
         for key, value in samples(text).items()
         if key[0].endswith("_total") and "read_errors" not in key[0]
     }
+
+
+def _buckets(state: Path) -> dict:
+    """The minute buckets by their label values (labelset ids differ between runs)."""
+    db = sqlite3.connect(state / "token-ledger.sqlite")
+    try:
+        rows = db.execute(
+            "SELECT minute, project, model, session, first_ms, t_in, t_out, t_cr, t_cc, cost, "
+            "responses FROM buckets JOIN labelsets ON labels = labelsets.id"
+        ).fetchall()
+    finally:
+        db.close()
+    # cost sums depend on the order of additions (batch boundaries): equal to 12 digits
+    return {row[:4]: (*row[4:9], float(f"{row[9]:.12g}"), row[10]) for row in rows}
 
 
 def test_sigkill_during_backfill_never_double_counts(tmp_path: Path) -> None:
@@ -91,6 +115,9 @@ def test_sigkill_during_backfill_never_double_counts(tmp_path: Path) -> None:
     assert psutil.wait_procs(survivors, timeout=10)[1] == []
     run_ledger_once(crash)
     assert _counters(crash["spool"]) == expected
+    clean_buckets = _buckets(clean["state"])
+    assert len(clean_buckets) > 1000
+    assert _buckets(crash["state"]) == clean_buckets
 
 
 def test_large_backfill_shows_progress_and_partial_totals(tmp_path: Path) -> None:

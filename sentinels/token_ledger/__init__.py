@@ -78,6 +78,11 @@ SENTINEL = Sentinel(
         "workers": Key(
             0, int_range(0, 64), "processes parsing a large backfill (0: up to 2 cores)"
         ),
+        "block_token_limit": Key(
+            0,
+            int_range(0, 10**15),
+            "tokens per 5-hour block (0: the largest completed block, ccusage --token-limit max)",
+        ),
     },
     metrics=(
         "agentwatch_tokens_total",
@@ -106,6 +111,14 @@ SENTINEL = Sentinel(
         "agentwatch_ledger_store_full",
         "agentwatch_ledger_folded_series",
         "agentwatch_ledger_unreadable_dirs",
+        "agentwatch_block_tokens",
+        "agentwatch_block_start_timestamp_seconds",
+        "agentwatch_block_end_timestamp_seconds",
+        "agentwatch_block_limit_tokens",
+        "agentwatch_block_session_tokens",
+        "agentwatch_spend_usd",
+        "agentwatch_run_started_timestamp_seconds",
+        "agentwatch_ledger_commit_duration_seconds",
     ),
     build=_build,
 )

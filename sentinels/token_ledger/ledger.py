@@ -23,6 +23,7 @@ from stat import S_ISREG
 from agentwatch.core import claude
 from agentwatch.core.log import FailureGate
 from agentwatch.core.sanitize import label_value
+from agentwatch.sentinels.token_ledger.commit_times import CommitTimes
 from agentwatch.sentinels.token_ledger.fold import DIMENSIONS, Fold, SessionFold, top_names
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.reader import (
@@ -114,6 +115,9 @@ class _Pending:
     by_labels: dict[int, list[float]] = field(default_factory=dict)
     # session -> [project, first_ts, last_ts]
     activity: dict[str, list] = field(default_factory=dict)
+    # (minute, labelset id) -> [minute, labelset id, first_ms, input, output, cache_read,
+    # cache_creation, cost, responses]: what this batch counted per minute (blocks.py)
+    buckets: dict[tuple[int, int], list] = field(default_factory=dict)
     gauges: dict[str, float] = field(default_factory=dict)
     positions: dict[str, Position] = field(default_factory=dict)
     entries: int = 0
@@ -166,6 +170,10 @@ class Ledger:
         self._skips_logged: set[str] = set()
         self.unreadable_dirs: dict[str, Path] = {}  # folder -> its root, from the last scan
         self.commits = 0  # batches committed since the start (a full disk ends on one)
+        self.commit_seconds = CommitTimes()
+        # Told each committed batch's bucket changes (windows.py keeps the blocks and the
+        # spend up to date with them instead of summing the database again).
+        self.on_commit: list[Callable[[dict[tuple[int, int], list]], None]] = []
         self.noticed = False  # a metric changed without a commit (a skipped file)
 
     def _load_fold(self) -> Fold:
@@ -522,6 +530,7 @@ class Ledger:
         msg, req, project, model, ts, t_in, t_out, t_cr, t_cc, cost, priced, speed, kind, reset_at, total = entry  # fmt: skip # noqa: E501
         rows = pending.known.setdefault(msg, [])
         same = None
+        new = 0
         for row in rows:
             if row.req == req:
                 same = row
@@ -550,6 +559,7 @@ class Ledger:
                 pending.rows[(side.msg, side.req)] = side
             else:
                 self._count_new_response(row.labels, kind, ts, reset_at)
+                new = 1
             rows.append(row)
         row.side = 1 if req == SIDECHAIN else 0
         row.total, row.cost, row.speed = total, cost, int(speed)
@@ -572,6 +582,24 @@ class Ledger:
         if not priced:
             sums[5] += d_in + d_out + d_cr + d_cc
         pending.rows[(row.msg, row.req)] = row
+        if new or d_in or d_out or d_cr or d_cc or d_cost:
+            # The minute of the line that changed the count: a later, better copy adds its
+            # difference to its own minute (counters only grow; see docs/ledger-rules.md).
+            ms = int(ts * 1000 + 0.5) if ts >= 0 else -int(-ts * 1000 + 0.5)
+            key = (-(-ms // 60_000), row.labels)  # blocks.minute_of
+            bucket = pending.buckets.get(key)
+            if bucket is None:  # floats: many lines' sums can pass int64 (store.add_buckets)
+                pending.buckets[key] = [*key, ms, float(d_in), float(d_out), float(d_cr),
+                                        float(d_cc), d_cost, new]  # fmt: skip
+            else:
+                if ms < bucket[2]:
+                    bucket[2] = ms
+                bucket[3] += d_in
+                bucket[4] += d_out
+                bucket[5] += d_cr
+                bucket[6] += d_cc
+                bucket[7] += d_cost
+                bucket[8] += new
 
     def _count_new_response(
         self, labels: int, kind: str | None, ts: float, reset_at: float | None
@@ -622,6 +650,7 @@ class Ledger:
             delta[1], delta[2] = first_ts, last_ts
         planned = self.fold.plan(_names(counters))
         store = self.store
+        started = time.perf_counter()
         if not store.db.in_transaction:
             store.begin()
         try:
@@ -629,6 +658,7 @@ class Ledger:
             store.save_responses(pending.rows.values())
             store.add_counters(counters)
             store.add_sessions(session_deltas)
+            store.add_buckets(pending.buckets)
             store.set_gauges(pending.gauges)
             for key, position in pending.positions.items():
                 store.save_position(key, position)
@@ -637,6 +667,7 @@ class Ledger:
         except BaseException:
             self.discard()
             raise
+        self.commit_seconds.observe(time.perf_counter() - started)
         self.positions.update(pending.positions)
         for counter, value in counters.items():
             self.counters[counter] = self.counters.get(counter, 0.0) + value
@@ -648,6 +679,8 @@ class Ledger:
         self.gauges.update(pending.gauges)
         self._remember_sessions(session_deltas)
         self._pending = _Pending()
+        for listener in self.on_commit:  # last: the ledger is consistent whatever they do
+            listener(pending.buckets)
 
     def _remember_sessions(self, deltas: dict[str, list]) -> None:
         cutoff = self.clock() - self.session_ttl

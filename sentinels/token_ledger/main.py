@@ -42,6 +42,7 @@ from agentwatch.sentinels.token_ledger.ledger import Ledger
 from agentwatch.sentinels.token_ledger.metrics import CounterText, families
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.store import StateInUse, Store
+from agentwatch.sentinels.token_ledger.windows import Windows
 
 log = logging.getLogger("agentwatch.token-ledger")
 IDLE_POLL = 30.0
@@ -263,7 +264,9 @@ class TokenLedger:
         log.info("reading transcripts under %s", ", ".join(str(r) for r in self.roots))
         warn_missing_roots(context.config, self.roots)
         self.store_full = StoreFull(log, f"ledger database in {context.state_dir}")
+        self.block_token_limit = settings["block_token_limit"]
         self.ledger: Ledger | None = None  # None while a full disk keeps it from opening
+        self.windows: Windows | None = None
         self._open()
         self.once = context.once
         self.stopping = context.stopping
@@ -283,7 +286,13 @@ class TokenLedger:
     def _open(self) -> float | None:
         """Open the database; when the disk is full, seconds until the next try."""
         try:
-            self.ledger = build(self.config, self.state_dir)
+            ledger = build(self.config, self.state_dir)
+            try:
+                windows = Windows(ledger, self.state_dir, self.block_token_limit)
+            except BaseException:
+                ledger.store.close()  # the next try must find the lock free
+                raise
+            self.ledger, self.windows = ledger, windows
         except StateInUse as err:
             raise SentinelError(str(err)) from err
         except Exception as err:
@@ -380,7 +389,13 @@ class TokenLedger:
             return iter([full])
         polled = len(self.watch.polled) if self.watch is not None else 0
         size = self.ledger.store.size_bytes()
-        return chain(families(self.ledger, size, self.counters, polled), [full])
+        assert self.windows is not None
+        return chain(
+            families(self.ledger, size, self.counters, polled),
+            # During a backfill, blocks it shuffles are computed again only now and then.
+            self.windows.families(settle=self.reading is None),
+            [self.ledger.commit_seconds.family(), full],
+        )
 
     def close(self) -> None:
         if self.reading is not None:

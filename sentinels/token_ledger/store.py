@@ -12,7 +12,7 @@ import fcntl
 import json
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +52,16 @@ CREATE TABLE IF NOT EXISTS sessions (
     t_cr INTEGER NOT NULL DEFAULT 0, t_cc INTEGER NOT NULL DEFAULT 0,
     cost REAL NOT NULL DEFAULT 0
 );
+-- What was counted per minute and labelset, for the 5-hour blocks and the spend per period
+-- (blocks.py, spend.py). `minute` m holds the entries of ((m-1)*60, m*60] seconds; `first_ms`
+-- is the earliest of them, in milliseconds. Written with the counters, in one transaction.
+-- Added in schema 1 without a version change: a database from before has no rows for its
+-- older history (the buckets start with the upgrade).
+CREATE TABLE IF NOT EXISTS buckets (
+    minute INTEGER NOT NULL, labels INTEGER NOT NULL, first_ms INTEGER NOT NULL,
+    t_in REAL NOT NULL, t_out REAL NOT NULL, t_cr REAL NOT NULL, t_cc REAL NOT NULL,
+    cost REAL NOT NULL, responses INTEGER NOT NULL, PRIMARY KEY (minute, labels)
+) WITHOUT ROWID;
 """
 
 
@@ -173,6 +183,30 @@ class Store:
         )
         return {row[0]: row[1:] for row in rows}
 
+    def minutes(self, after: int | None = None) -> Iterator[tuple[int, int, float]]:
+        """(minute, first_ms, tokens of every type) per minute, in order; after a minute.
+        A cursor, not a list: years of history are read once at the start."""
+        where = "" if after is None else "WHERE minute > ?"
+        return self.db.execute(
+            "SELECT minute, min(first_ms), total(t_in + t_out + t_cr + t_cc) FROM buckets "
+            f"{where} GROUP BY minute ORDER BY minute",
+            () if after is None else (after,),
+        )
+
+    def tokens_by_labels(self, first: int, last: int) -> dict[int, float]:
+        """Tokens of every type per labelset in the minutes first..last."""
+        rows = self.db.execute(
+            "SELECT labels, total(t_in + t_out + t_cr + t_cc) FROM buckets "
+            "WHERE minute BETWEEN ? AND ? GROUP BY labels",
+            (first, last),
+        )
+        return dict(rows.fetchall())
+
+    def cost_since(self, after: int) -> float:
+        """USD of the minutes after this one."""
+        row = self.db.execute("SELECT total(cost) FROM buckets WHERE minute > ?", (after,))
+        return float(row.fetchone()[0])
+
     def responses_for(self, msgs: Iterable[int]) -> dict[int, list[ResponseRow]]:
         """Every stored row sharing one of these message hashes (one query per 30k ids)."""
         found: dict[int, list[ResponseRow]] = {}
@@ -260,6 +294,19 @@ class Store:
             "INSERT INTO counters VALUES (?, ?, ?) "
             "ON CONFLICT (name, labels) DO UPDATE SET value = value + excluded.value",
             ((name, json.dumps(labels), value) for (name, labels), value in deltas.items()),
+        )
+
+    def add_buckets(self, deltas: dict[tuple[int, int], list]) -> None:
+        """deltas: (minute, labelset) -> [minute, labelset, first_ms, in, out, cache_read,
+        cache_creation, cost, responses], the sums as floats (many lines each under the
+        per-field bound can pass SQLite's int64); within the open transaction."""
+        self.db.executemany(
+            "INSERT INTO buckets VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (minute, labels) DO UPDATE SET first_ms = min(first_ms, "
+            "excluded.first_ms), t_in = t_in + excluded.t_in, t_out = t_out + excluded.t_out,"
+            " t_cr = t_cr + excluded.t_cr, t_cc = t_cc + excluded.t_cc,"
+            " cost = cost + excluded.cost, responses = responses + excluded.responses",
+            deltas.values(),
         )
 
     def set_gauges(self, gauges: dict[str, float]) -> None:
