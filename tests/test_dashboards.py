@@ -105,7 +105,8 @@ COVERAGE = {
 
 METRICS_DOC = ROOT / "docs" / "metrics.md"
 METRICS_ROW = re.compile(
-    r"^\| `(agentwatch_[a-z0-9_]+)` \| (?:counter|gauge) \| ([a-z_, ]*)\|", re.M
+    r"^\| `((?:agentwatch|bernstein)_[a-z0-9_]+)` \| (counter|gauge|histogram) \| ([a-z_, ]*)\|",
+    re.M,
 )
 THRESHOLD_ROW = re.compile(r"^\| `?([a-z0-9_]+)`? \| [0-9.]+ \|", re.M)
 
@@ -117,31 +118,20 @@ def _read(path: Path) -> str:
 def documented_metrics() -> dict[str, set[str]]:
     """Every metric of the docs/metrics.md tables -> its labels."""
     known: dict[str, set[str]] = {}
-    for name, labels in METRICS_ROW.findall(_read(METRICS_DOC)):
-        known.setdefault(name, set()).update(x.strip() for x in labels.split(",") if x.strip())
+    for name, kind, labels in METRICS_ROW.findall(_read(METRICS_DOC)):
+        names = {x.strip() for x in labels.split(",") if x.strip()}
+        if kind == "histogram":  # served as its three series
+            known.setdefault(name + "_bucket", set()).update(names | {"le"})
+            known.setdefault(name + "_sum", set()).update(names)
+            known.setdefault(name + "_count", set()).update(names)
+        else:
+            known.setdefault(name, set()).update(names)
     return known
 
 
 DOCUMENTED = documented_metrics()
 THRESHOLDS = set(THRESHOLD_ROW.findall(_read(METRICS_DOC)))
 
-# Series and thresholds the other slices of issue 15 add, as its shared contract names them
-# (metric -> labels), held to the same lint until their rows are in docs/metrics.md
-# (test_contract_names_agree_with_the_documents checks them against the rows once there).
-CONTRACT_METRICS: dict[str, set[str]] = {
-    "agentwatch_budget_spent_usd": {"period"},
-    "agentwatch_budget_remaining_usd": set(),
-    "agentwatch_controller_burn_escalation": {"alertname", "project", "session", "step"},
-    "agentwatch_controller_burn_pre_throttle_rate": {"alertname", "project", "session"},
-    "agentwatch_controller_burn_verify_due_timestamp_seconds": {"alertname", "project", "session"},
-    "agentwatch_filesystem_avail_bytes": {"dir"},
-    "agentwatch_filesystem_size_bytes": {"dir"},
-    "agentwatch_ledger_commit_duration_seconds_bucket": {"le"},  # a histogram's buckets
-}
-CONTRACT_THRESHOLDS = {
-    "quota_elevated_ratio", "quota_critical_ratio", "quota_shutdown_ratio", "quota_stale_seconds",
-    "error_ratio_low", "deadline_warning_seconds", "disk_free_ratio", "ledger_commit_seconds",
-}  # fmt: skip
 # Recording rules the dashboards read (rules/recording.rules.yml): the labels each keeps
 # besides job and instance.
 RECORDED: dict[str, set[str]] = {
@@ -157,8 +147,8 @@ STACK_SERIES: dict[str, set[str]] = {
     "alertmanager_notifications_failed_total": {"integration"},
     "prometheus_rule_evaluation_failures_total": {"rule_group"},
 }
-KNOWN = {**CONTRACT_METRICS, **RECORDED, **STACK_SERIES, **DOCUMENTED}
-KNOWN_THRESHOLDS = THRESHOLDS | CONTRACT_THRESHOLDS
+KNOWN = {**RECORDED, **STACK_SERIES, **DOCUMENTED}
+KNOWN_THRESHOLDS = THRESHOLDS
 
 
 def _load_builder() -> ModuleType:
@@ -567,17 +557,9 @@ def test_the_documents_were_read() -> None:
     assert len(DOCUMENTED) > 100
 
 
-def test_contract_names_agree_with_the_documents() -> None:
-    """A contract name docs/metrics.md documents has the contract's labels there, and once the
-    documents list a contract threshold they list them all: the merged slices are checked, not
-    only each slice alone."""
-    for name, labels in CONTRACT_METRICS.items():
-        if name in DOCUMENTED:
-            assert DOCUMENTED[name] == labels, name
+def test_recorded_and_stack_names_are_no_agentwatch_metrics() -> None:
     for name in set(RECORDED) | set(STACK_SERIES):
         assert name not in DOCUMENTED, f"{name} is no agentwatch metric: not a docs row"
-    if THRESHOLDS & CONTRACT_THRESHOLDS:
-        assert sorted(CONTRACT_THRESHOLDS - THRESHOLDS) == []
 
 
 def test_recorded_names_are_recording_rules_once_written() -> None:

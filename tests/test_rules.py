@@ -36,22 +36,6 @@ WATCHDOG = "AgentwatchWatchdog"
 DERIVED_FILE = "derived.rules.yml"
 # Recording rules over raw series only: the back-test backfills these files in one pass.
 RAW_FILES = ("recording.rules.yml", "quota.rules.yml")
-# Metrics of issue 15 that other work slices add (docs/metrics.md documents them there): the
-# rules are written against the shared contract's names. Remove an entry once its section
-# in docs/metrics.md documents it.
-CONTRACT_METRICS = {
-    "agentwatch_block_tokens",
-    "agentwatch_block_end_timestamp_seconds",
-    "agentwatch_block_limit_tokens",
-    "agentwatch_block_session_tokens",
-    "agentwatch_budget_spent_usd",
-    "agentwatch_claude_session_tool_repeats_total",
-    "agentwatch_controller_burn_escalation",
-    "agentwatch_controller_burn_pre_throttle_rate",
-    "agentwatch_controller_burn_target_rate",
-    "agentwatch_controller_burn_verify_due_timestamp_seconds",
-    "agentwatch_ledger_commit_duration_seconds",
-}
 HISTOGRAM_SUFFIX = re.compile(r"_(bucket|count|sum)$")
 TIERS = {"opus", "sonnet"}
 ALERT_NAME = re.compile(r"^Agentwatch[A-Z][A-Za-z0-9]*$")
@@ -372,11 +356,7 @@ def test_rules_use_only_documented_metrics() -> None:
         for note in rule.get("annotations", {}).values():
             used |= set(re.findall(r"\b(agentwatch_[a-z0-9_]+)\{", note))
     used = {HISTOGRAM_SUFFIX.sub("", name) for name in used}
-    unknown = {
-        name
-        for name in used
-        if name not in documented and name not in recorded and name not in CONTRACT_METRICS
-    }
+    unknown = {name for name in used if name not in documented and name not in recorded}
     assert not unknown, f"metrics in rules/ that no document defines: {sorted(unknown)}"
 
 
