@@ -67,6 +67,7 @@ class Story:
 
     told: set[str] = field(default_factory=set)
     stalled: dict[str, str] = field(default_factory=dict)  # pane -> state, while it pages
+    nudges_before: float = 0.0  # nudges sent as of the last look
     nudges_at_stall: float = 0.0
 
     def _once(self, key: str, line: str, out: list[str]) -> None:
@@ -83,11 +84,16 @@ class Story:
         effect: float | None = None,
     ) -> list[str]:
         """New lines; `effect` is the burn's current rate over its pre-throttle rate."""
+        if not isinstance(alerts, list):
+            return []  # Alertmanager did not answer: no news, and nothing has resolved
         active = firing(alerts)
         decision = decision or {}
         out: list[str] = []
         self._burn(active, decision, samples, now, effect, out)
-        self._stall(active, samples, out)
+        stalls = {a.get("labels", {}).get("pane", "?") for a in alerts
+                  if isinstance(a, dict) and isinstance(a.get("labels"), dict)
+                  and a["labels"].get("alertname") == STALL}  # fmt: skip
+        self._stall(active, stalls, samples, out)
         self._quota(active, decision, out)
         self._budget(active, decision, out)
         return out
@@ -139,7 +145,10 @@ class Story:
                 out,
             )
 
-    def _stall(self, active: Iterable[Firing], samples: Samples, out: list[str]) -> None:
+    def _stall(
+        self, active: Iterable[Firing], present: set[str], samples: Samples, out: list[str]
+    ) -> None:
+        """`present`: the panes with a stall alert in any state (a silenced one is no resume)."""
         nudged = _value(samples, "agentwatch_controller_nudges_total", result="sent")
         paging = {
             alert.labels.get("pane", "?"): alert.labels.get("state", "?")
@@ -149,16 +158,18 @@ class Story:
         for pane, state in paging.items():
             if pane not in self.stalled:
                 self._once(f"stall.fired.{pane}", f"stall: pane {pane} stuck on {state}", out)
-                self.nudges_at_stall = nudged
-        if self.stalled and nudged > self.nudges_at_stall:
+                self.nudges_at_stall = self.nudges_before  # the nudge may come in this look
+        self.nudges_before = nudged
+        if (paging or self.stalled) and nudged > self.nudges_at_stall:
             self._once("stall.nudged", "stall: the controller nudged the pane", out)
-        for pane in set(self.stalled) - set(paging):
+        for pane in set(self.stalled) - present:
             self._once(
                 f"stall.resumed.{pane}",
                 f"stall: pane {pane} resumed after the nudge (the alert resolved)",
                 out,
             )
-        self.stalled = paging
+        self.stalled = {pane: state for pane, state in self.stalled.items() if pane in present}
+        self.stalled.update(paging)
 
     def _quota(self, active: Iterable[Firing], decision: Mapping[str, Any], out: list[str]) -> None:
         deferred = decision.get("deferred_tiers") or []

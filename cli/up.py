@@ -37,14 +37,17 @@ DEMO_DEFAULTS: dict[str, Any] = {
     "stack": {"scrape_interval": 5, "evaluation_interval": 5},
     "controller": {
         "interval": 5,
-        "budget_usd": 18.0,  # the demo's run reaches 95 % of it about 2 minutes in
-        "burn": {"escalate_after": 15, "verify_after": 30},
+        # the burner's two minutes reach 95 % of it; the steady sessions creep on to 100 %
+        "budget_usd": 17.0,
+        "burn": {"escalate_after": 30, "verify_after": 30},
     },
+    "demo": {"burn_seconds": 120},  # two minutes of burn, then it calms
     # the 5-hour block the demo's sessions fill: 70 % (opus deferred) about 2 minutes in
     "sentinels": {"token-ledger": {"block_token_limit": 10_000_000}},
 }
 log = logging.getLogger("agentwatch.up")
 STATUS_EVERY = 10.0
+SIGNALS = ("AgentwatchWatchdog", "AgentwatchErrorRatioLow")  # firing is their normal state
 STORY_EVERY = 2.0  # the demo's loop steps are looked for this often
 RESTART_DELAY = 2.0
 
@@ -168,10 +171,12 @@ class Layout:
         return self.state / "up-config.yaml"
 
 
-def derived_config(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> Path:
+def derived_config(
+    args: argparse.Namespace, cfg: config.Config, layout: Layout
+) -> tuple[Path, config.Config]:
     """The user's config plus what this run wires together (the demo's folders and tmux
-    server, the stack's Alertmanager, the demo orchestrator), validated and written once so
-    every child reads the same file."""
+    server, the stack's Alertmanager, the demo orchestrator, the demo's pace), validated and
+    written once so every child reads the same file; returned loaded too, for the parent."""
     import yaml
 
     from agentwatch.demo import workload as demo_workload
@@ -205,9 +210,9 @@ def derived_config(args: argparse.Namespace, cfg: config.Config, layout: Layout)
         })  # fmt: skip
         raw = _merge(DEMO_DEFAULTS, raw)  # what the user configured wins over the demo's pace
     merged = _merge(raw, extra)
-    registry.config_from_mapping(merged)  # the same checks every child will make, once, here
+    derived = registry.config_from_mapping(merged)  # the checks every child makes, once here
     write_atomic(layout.config_file, yaml.safe_dump(merged, sort_keys=False), 0o600)
-    return layout.config_file
+    return layout.config_file, derived
 
 
 def _base_argv(args: argparse.Namespace, config_file: Path) -> list[str]:
@@ -230,7 +235,8 @@ def real_claude() -> str | None:
 def plan(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> list[Child]:
     """The children to run: exporter, sentinels, the stack, the controller and the demo."""
     state, spool = layout.state, layout.spool
-    base = _base_argv(args, derived_config(args, cfg, layout))
+    config_file, cfg = derived_config(args, cfg, layout)
+    base = _base_argv(args, config_file)
     env = dict(os.environ)
     if layout.demo:  # the demo's transcripts come from the derived config, not the caller's
         env.pop("CLAUDE_CONFIG_DIR", None)
@@ -314,7 +320,8 @@ def alert_state(alert: dict[str, Any]) -> str:
 
 
 def alerts_line(alerts: Any) -> str:
-    """Firing alerts by name; each one that is not active says its state."""
+    """Firing alerts by name; each one that is not active says its state. The always-on
+    signals (the dead man's switch, the permission to grow) are no news and not listed."""
     if not isinstance(alerts, list):
         return "alerts: Alertmanager not answering yet"
     names = []
@@ -323,6 +330,8 @@ def alerts_line(alerts: Any) -> str:
             labels = alert.get("labels")
             if not isinstance(labels, dict):
                 labels = {}
+            if labels.get("alertname") in SIGNALS:
+                continue
             state = alert_state(alert)
             name = str(labels.get("alertname", "?"))
             names.append(name if state == "active" else f"{name} ({state})")
@@ -369,7 +378,8 @@ def _decision_line(state_file: Path) -> str:
     decision = report.read_decision(state_file)
     if decision is None:
         return "controller: no decision yet"
-    reasons = ", ".join(decision.get("reasons") or []) or "no actionable alerts"
+    shown = [name for name in decision.get("reasons") or [] if name not in SIGNALS]
+    reasons = ", ".join(shown) or "no actionable alerts"
     flags = [
         f"max_agents {decision.get('max_agents')}",
         f"breaker {decision.get('breaker')}",

@@ -49,6 +49,18 @@ def test_a_throttle_that_worked_is_judged_from_the_effect() -> None:
     ]
 
 
+def test_a_nudge_seen_in_the_same_look_as_the_stall_counts() -> None:
+    story = Story()
+    none = {("agentwatch_controller_nudges_total", (("result", "sent"),)): 0.0}
+    assert story.observe([], {}, none, NOW) == []
+    stall = _alert("AgentwatchSessionStalledOnError", pane="%2", state="api_error")
+    sent = {("agentwatch_controller_nudges_total", (("result", "sent"),)): 1.0}
+    assert story.observe([stall], {}, sent, NOW) == [
+        "stall: pane %2 stuck on api_error",
+        "stall: the controller nudged the pane",
+    ]
+
+
 def test_a_silenced_alert_tells_nothing() -> None:
     story = Story()
     silenced = _alert("AgentwatchSessionTokenBurn", status="suppressed", project="p")
@@ -63,6 +75,7 @@ def test_stall_nudge_resume() -> None:
     assert story.observe([stall], {}, {}, NOW) == ["stall: pane %2 stuck on api_error"]
     sent = {("agentwatch_controller_nudges_total", (("result", "sent"),)): 1.0}
     assert story.observe([stall], {}, sent, NOW) == ["stall: the controller nudged the pane"]
+    assert story.observe(None, {}, sent, NOW) == []  # Alertmanager not answering: no news
     assert story.observe([], {}, sent, NOW) == [
         "stall: pane %2 resumed after the nudge (the alert resolved)"
     ]
