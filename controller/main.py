@@ -153,7 +153,8 @@ class Controller:
             self.view.reading = self.driver.reading
         reading = self.view.reading
         self.view.spent = self.spend.read(
-            reading.cost_usd if reading is not None and reading.up else None
+            reading.cost_usd if reading is not None and reading.up else None,
+            guarding=budget[0] > 0,
         )
         try:
             state.write(self.state_file, state.document(public, self.memory))

@@ -72,11 +72,12 @@ class SpendReader:
             self.run_gate.succeeded()
         return resolve_period(self.period, run)
 
-    def _ledger(self, period: str) -> float | None:
+    def _ledger(self, period: str, guarding: bool) -> float | None:
         try:
             text = read_text(self.path, SPOOL_LIMIT)
         except FileNotFoundError:
-            self.gate.failed("no such file (is the token ledger running?)")
+            if guarding:  # without a cap, no ledger (disabled, not started yet) is no news
+                self.gate.failed("no such file (is the token ledger running?)")
             return None
         except FileRefused as err:
             self.gate.failed(f"refused ({err.reason})")
@@ -95,10 +96,11 @@ class SpendReader:
         self.gate.succeeded()
         return value
 
-    def read(self, orchestrator_usd: float | None) -> Spend | None:
-        """The spend this cycle, or None when no source knows it."""
+    def read(self, orchestrator_usd: float | None, guarding: bool = True) -> Spend | None:
+        """The spend this cycle, or None when no source knows it. `guarding`: a cap is set,
+        so a missing ledger file is worth a warning."""
         period = self.current_period()
-        ledger = self._ledger(period)
+        ledger = self._ledger(period, guarding)
         if ledger is None:
             return Spend(orchestrator_usd, ORCHESTRATOR) if orchestrator_usd is not None else None
         if orchestrator_usd is None:

@@ -272,3 +272,11 @@ def anatomy(expr: str) -> Anatomy:
     if sum(text.count("$") for text in named) != macros:
         raise ValueError(f"a stand-in range, or a macro that is no range, in {expr!r}")
     return result
+
+
+# The monitoring stack's own series (the stack scrapes Prometheus and Alertmanager): one stack
+# serves every host, so they carry no $job/$instance filter.
+STACK_SERIES: dict[str, set[str]] = {
+    "alertmanager_notifications_failed_total": {"integration"},
+    "prometheus_rule_evaluation_failures_total": {"rule_group"},
+}

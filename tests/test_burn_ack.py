@@ -22,7 +22,8 @@ BURN = "AgentwatchSessionTokenBurn"
 def _post_burn(url: str, session: str, minutes_ago: float, rate: float) -> None:
     now = datetime.now(UTC)
     labels = {"alertname": BURN, "agentwatch_action": "burn", "severity": "warning",
-              "project": "data-pipeline", "session": session, "burn_kind": "heavy_work"}  # fmt: skip
+              "project": "data-pipeline", "session": session,
+              "burn_kind": "heavy_work"}  # fmt: skip
     body = [{
         "labels": labels,
         "annotations": {"rate": str(rate), "summary": "burning"},

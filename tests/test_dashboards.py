@@ -30,6 +30,7 @@ from tests.dashboards import (
     DASHBOARD_DIR,
     MAY_BE_EMPTY,
     ROOT,
+    STACK_SERIES,
     STAND_INS,
     Anatomy,
     Query,
@@ -140,12 +141,6 @@ RECORDED: dict[str, set[str]] = {
     "instance_window:agentwatch_quota_exhausted:timestamp": {"window", "source"},
     "instance_session:agentwatch_quota_window_share:ratio": {"project", "session"},
     "instance_session:agentwatch_burn_throttle_effect:ratio": {"alertname", "project", "session"},
-}
-# The monitoring stack's own series (the stack scrapes Prometheus and Alertmanager): one stack
-# serves every host, so they carry no $job/$instance filter.
-STACK_SERIES: dict[str, set[str]] = {
-    "alertmanager_notifications_failed_total": {"integration"},
-    "prometheus_rule_evaluation_failures_total": {"rule_group"},
 }
 KNOWN = {**RECORDED, **STACK_SERIES, **DOCUMENTED}
 KNOWN_THRESHOLDS = THRESHOLDS

@@ -22,7 +22,8 @@ from tests.transcripts import assistant, encode, transcript
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
 ROW = re.compile(
-    r"^\| `((?:agentwatch|bernstein)_[a-z0-9_]+)` \| (counter|gauge|histogram) \| ?([a-z_, ]*?) ?\|",
+    r"^\| `((?:agentwatch|bernstein)_[a-z0-9_]+)` \| (counter|gauge|histogram) "
+    r"\| ?([a-z_, ]*?) ?\|",
     re.M,
 )
 LOOP_FAMILIES = {INTERVAL_METRIC, CYCLE_FAILURES + "_total"}  # every loop writes these

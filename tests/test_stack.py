@@ -164,61 +164,6 @@ def test_stall_pages_with_the_documented_labels_then_resolves(stack: dict[str, A
     assert resolved["received_at"] >= firing["received_at"]
 
 
-def _burn(stack: dict[str, Any], status: str) -> dict | None:
-    for name in BURNS:
-        alert = _alert(stack, name, status)
-        if alert is not None:
-            return alert
-    return None
-
-
-def test_burn_pages_then_resolves_when_the_burn_ends(stack: dict[str, Any]) -> None:
-    """The burner spends ~41 M fresh tokens an hour for 90 s, then ~4 M; the steady sessions
-    stay under 2 M; the floor is 8 M. The 5-minute rate needs the burn to leave its window
-    before the alert resolves, which is what makes this the slowest part of the test."""
-    firing = _wait(stack, "the burn alert", lambda: _burn(stack, "firing"))
-    assert firing["labels"]["project"] == "data-pipeline"
-    assert firing["labels"]["severity"] == "warning"
-    assert "data-pipeline" in firing["annotations"]["description"]
-    _wait(stack, "the burn alert to resolve", lambda: _burn(stack, "resolved"))
-    burning = {a["labels"]["project"] for a in _messages(stack["alerts_log"])
-               if a["labels"].get("alertname") in BURNS}  # fmt: skip
-    assert burning == {"data-pipeline"}  # the steady sessions never paged
-
-
-def test_a_real_alert_lowers_the_demo_orchestrators_concurrency(stack: dict[str, Any]) -> None:
-    state_file = stack["state"] / "demo" / "orchestrator.json"
-
-    def lowered() -> bool:
-        try:
-            return json.loads(state_file.read_text())["max_agents"] == 3
-        except (OSError, ValueError, KeyError):
-            return False
-
-    _wait(stack, "the controller to shrink the demo to min_agents", lowered)
-    decision = json.loads((stack["state"] / "demo" / "controller.json").read_text())
-    assert "AgentwatchHostMemoryLow" in decision["reasons"]
-
-
-def test_status_shows_the_decision_and_its_reasons(stack: dict[str, Any]) -> None:
-    _wait(stack, "a decision with reasons", lambda: _decision_reasons(stack))
-    shown = subprocess.run(
-        [*CLI, "--config", str(stack["config_path"]), "status", "--state-dir",
-         str(stack["state"]), "--spool-dir", str(stack["state"].parent / "spool")],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert "controller: " in shown.stdout, shown.stdout + shown.stderr
-    assert "AgentwatchHostMemoryLow (shrink)" in shown.stdout, shown.stdout
-    assert "s ago" in shown.stdout and "-0s ago" not in shown.stdout
-
-
-def _decision_reasons(stack: dict[str, Any]) -> list[str]:
-    try:
-        return json.loads((stack["state"] / "demo" / "controller.json").read_text())["reasons"]
-    except (OSError, ValueError, KeyError):
-        return []
-
-
 def _decision(stack: dict[str, Any]) -> dict[str, Any]:
     try:
         return dict(json.loads((stack["state"] / "demo" / "controller.json").read_text()))
@@ -326,6 +271,61 @@ def test_an_unacknowledged_burn_is_throttled_then_judged(stack: dict[str, Any]) 
     assert _wait(stack, "the verifier's verdict", judged) in ("ineffective", "worked")
 
 
+def _burn(stack: dict[str, Any], status: str) -> dict | None:
+    for name in BURNS:
+        alert = _alert(stack, name, status)
+        if alert is not None:
+            return alert
+    return None
+
+
+def test_burn_pages_then_resolves_when_the_burn_ends(stack: dict[str, Any]) -> None:
+    """The burner spends ~41 M fresh tokens an hour for 90 s, then ~4 M; the steady sessions
+    stay under 2 M; the floor is 8 M. The 5-minute rate needs the burn to leave its window
+    before the alert resolves, which is what makes this the slowest part of the test."""
+    firing = _wait(stack, "the burn alert", lambda: _burn(stack, "firing"))
+    assert firing["labels"]["project"] == "data-pipeline"
+    assert firing["labels"]["severity"] == "warning"
+    assert "data-pipeline" in firing["annotations"]["description"]
+    _wait(stack, "the burn alert to resolve", lambda: _burn(stack, "resolved"))
+    burning = {a["labels"]["project"] for a in _messages(stack["alerts_log"])
+               if a["labels"].get("alertname") in BURNS}  # fmt: skip
+    assert burning == {"data-pipeline"}  # the steady sessions never paged
+
+
+def test_a_real_alert_lowers_the_demo_orchestrators_concurrency(stack: dict[str, Any]) -> None:
+    state_file = stack["state"] / "demo" / "orchestrator.json"
+
+    def lowered() -> bool:
+        try:
+            return json.loads(state_file.read_text())["max_agents"] == 3
+        except (OSError, ValueError, KeyError):
+            return False
+
+    _wait(stack, "the controller to shrink the demo to min_agents", lowered)
+    decision = json.loads((stack["state"] / "demo" / "controller.json").read_text())
+    assert "AgentwatchHostMemoryLow" in decision["reasons"]
+
+
+def test_status_shows_the_decision_and_its_reasons(stack: dict[str, Any]) -> None:
+    _wait(stack, "a decision with reasons", lambda: _decision_reasons(stack))
+    shown = subprocess.run(
+        [*CLI, "--config", str(stack["config_path"]), "status", "--state-dir",
+         str(stack["state"]), "--spool-dir", str(stack["state"].parent / "spool")],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert "controller: " in shown.stdout, shown.stdout + shown.stderr
+    assert "AgentwatchHostMemoryLow (shrink)" in shown.stdout, shown.stdout
+    assert "s ago" in shown.stdout and "-0s ago" not in shown.stdout
+
+
+def _decision_reasons(stack: dict[str, Any]) -> list[str]:
+    try:
+        return json.loads((stack["state"] / "demo" / "controller.json").read_text())["reasons"]
+    except (OSError, ValueError, KeyError):
+        return []
+
+
 def test_the_printed_prometheus_pages_open(stack: dict[str, Any]) -> None:
     """Debian's Prometheus serves its pages only under /classic/; upstream at the root."""
     base = cli_stack.prometheus_ui(stack["config"]["stack"]["prometheus_listen"])
@@ -369,8 +369,11 @@ def _shown(text: str) -> tuple[list[str], dict[str, str], tuple[str, str]]:
 
 def test_the_readme_shows_what_up_prints(stack: dict[str, Any]) -> None:
     """Last in this module: it stops `agentwatch up` to read everything it printed."""
-    real = _shown(_stop(stack))
+    output = _stop(stack)
+    real = _shown(output)
     assert stack["process"].returncode == 0
+    for loop in ("burn", "stall", "quota", "budget"):  # each loop's story, as it happened
+        assert f" demo: {loop}: " in output, f"up never told the {loop} loop"
     said = _shown((Path(__file__).resolve().parents[1] / "README.md").read_text())
     assert said[0] == real[0], "the README lists other components than up starts"
     assert said[1] == real[1], "the README's links differ from the ones up prints"
