@@ -67,7 +67,7 @@ class Price:
     output_above: float | None = None
     cache_write_above: float | None = None
     cache_read_above: float | None = None
-    long_context_above: int | None = None  # Anthropic's whole-request rule: input above this
+    long_context_above: int = 0  # Anthropic's whole-request rule: input above this (tokens)
     long_context: Rates | None = None
     fast: float | None = None
     start: float = float("-inf")
@@ -90,7 +90,7 @@ class Price:
                 output_above=per_token("output_above_200k"),
                 cache_write_above=per_token("cache_write_above_200k"),
                 cache_read_above=per_token("cache_read_above_200k"),
-                long_context_above=None if long is None else int(long["above"]),
+                long_context_above=0 if long is None else int(long["above"]),
                 long_context=None if long is None else Rates.from_table(long),
                 fast=row.get("fast"),
                 start=_day(row.get("from"), float("-inf"), where),
