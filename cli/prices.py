@@ -103,7 +103,7 @@ def table(models: list[Model]) -> str:
     """One line per model and price entry: the dated entries of a model one under another."""
     header = ("MODEL", "STATUS", "PRICED AS", "IN/OUT/CACHE W/CACHE R $/MTok", "FROM", "UNTIL",
               "TOKENS", "COST $")  # fmt: skip
-    rows = [header]
+    rows: list[tuple[str, ...]] = [header]
     for model in models:
         total = f"{sum(model.tokens.values()):,}"
         first = [model.model, model.status, model.priced_as or "-"]
@@ -112,7 +112,8 @@ def table(models: list[Model]) -> str:
         for number, entry in enumerate(model.entries):
             lead = first if number == 0 else ["", "", ""]
             tail = (total, f"{model.cost:.2f}") if number == 0 else ("", "")
-            rows.append((*lead, _rates(entry), entry["from"] or "-", entry["until"] or "-", *tail))
+            dates = (str(entry["from"] or "-"), str(entry["until"] or "-"))
+            rows.append((*lead, _rates(entry), *dates, *tail))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
              for row in rows]  # fmt: skip

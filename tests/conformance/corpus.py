@@ -775,8 +775,11 @@ def _request(timestamp: str, model: str, usage: Mapping[str, Any]) -> oracle.Req
     """The oracle's view of one line written by `assistant(model=model, **usage)`."""
     cache = usage.get("cache_creation", 0)
     split = usage.get("changes", {}).get(_ONE_HOUR)
-    five, hour = (cache, 0) if split is None else (split.get("ephemeral_5m_input_tokens", 0),
-                                                   split.get("ephemeral_1h_input_tokens", 0))
+    five, hour = (
+        (cache, 0)
+        if split is None
+        else (split.get("ephemeral_5m_input_tokens", 0), split.get("ephemeral_1h_input_tokens", 0))
+    )
     return oracle.Request(
         timestamp[:10], model, usage.get("input_tokens", 0), usage.get("output_tokens", 0),
         usage.get("cache_read", 0), five, hour,

@@ -24,8 +24,8 @@ import os
 import random
 import sqlite3
 import subprocess
-import time
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
