@@ -1,5 +1,6 @@
 """An independent price oracle for the requests where the ledger deliberately differs from
-ccusage: the long-context rule of Sonnet 4 and Sonnet 4.5 (docs/ledger-rules.md).
+ccusage: the long-context rule of Sonnet 4 and Sonnet 4.5, and models ccusage 20.0.24 leaves
+unpriced (docs/ledger-rules.md, differences 7 and 8).
 
 Written from Anthropic's pricing page, not from the ledger's pricing.py or pricing.json:
 https://docs.anthropic.com/en/docs/about-claude/pricing (the stored copy shows no date), whose
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 THRESHOLD = 200_000
 PER_MILLION = 1e6
@@ -99,3 +101,27 @@ def differs(request: Request) -> bool:
     big = max(request.input, request.output, request.cache_read, request.cache_5m,
               request.cache_1h)  # fmt: skip
     return governed(request.model) and (request.prompt > THRESHOLD or big > THRESHOLD)
+
+
+# Models ccusage 20.0.24 leaves at $0, with the rates of their Anthropic page (USD per
+# million tokens: input, output, 5-minute write, 1-hour write, cache read). Claude Code 2.1.328
+# uses Opus 5.5 by default. https://platform.claude.com/docs/zh-CN/models/opus-5-5/overview
+# (no date on the stored page): "Input $4 / MTok, Output $20 / MTok, 5m cache write $5 / MTok,
+# 1h cache write $8 / MTok, Cache read $0.20 / MTok".
+UNPRICED_BY_CCUSAGE = {"claude-opus-5-5": (4.0, 20.0, 5.0, 8.0, 0.20)}
+
+
+def page_price(model: str, usage: dict[str, Any]) -> float | None:
+    """USD for an API usage object of a model ccusage leaves unpriced; None for others."""
+    rates = UNPRICED_BY_CCUSAGE.get(model)
+    if rates is None:
+        return None
+    split = usage.get("cache_creation") or {}
+    counts = (
+        usage["input_tokens"],
+        usage["output_tokens"],
+        split.get("ephemeral_5m_input_tokens", usage.get("cache_creation_input_tokens", 0)),
+        split.get("ephemeral_1h_input_tokens", 0),
+        usage.get("cache_read_input_tokens", 0),
+    )
+    return sum(count * rate for count, rate in zip(counts, rates, strict=True)) / PER_MILLION
