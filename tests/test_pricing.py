@@ -104,6 +104,12 @@ def test_dated_entries_price_a_line_by_its_timestamp() -> None:
     assert _cost("claude-sonnet-5-5-20261001[1m]", at=before, **kwargs) == pytest.approx(0.2)
 
 
+def test_sonnet_4_6_had_a_long_context_premium_until_march_13_2026() -> None:
+    day = _stamp("2026-03-13")
+    assert _cost("claude-sonnet-4-6", at=day - 1, input_tokens=300_000) == pytest.approx(1.8)
+    assert _cost("claude-sonnet-4-6", at=day, input_tokens=300_000) == pytest.approx(0.9)
+
+
 def _stamp(day: str) -> float:
     import calendar
     import time
@@ -119,7 +125,8 @@ def _stamp(day: str) -> float:
         ("claude-fable-5", 10, 1.0),
         ("claude-opus-5-5[1m]", 4, 0.2),
         ("claude-opus-5-5-20260922", 4, 0.2),
-        ("claude-fable-5-2", 8, 0.8),
+        ("claude-fable-5-2", 8, 0.2),
+        ("claude-mythos-5-2-20261120", 8, 0.2),
         ("claude-mythos-5-1", 10, 0.25),
     ],
 )
