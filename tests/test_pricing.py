@@ -179,3 +179,23 @@ def test_fast_multiplier() -> None:
 def test_config_overrides_win() -> None:
     book = PriceBook.load(overrides={"my-model": {"input": 2, "output": 4}})
     assert book.cost("my-model", 1_000_000, 0, 1_000_000, 0, 0, False) == pytest.approx(2.2)
+
+
+def test_a_configured_pricing_file_is_checked_when_the_config_loads(tmp_path: Path) -> None:
+    from agentwatch.core import config
+    from agentwatch.sentinels import registry
+
+    table = tmp_path / "prices.json"
+    settings = tmp_path / "c.yaml"
+    settings.write_text(f"sentinels:\n  token-ledger:\n    pricing_file: {table}\n")
+    table.write_text(json.dumps({"models": {"m": {"input": 1, "output": 2, "fast_multiplier": 3}}}))
+    loaded = registry.load_config(settings).sentinel("token-ledger")
+    book = PriceBook.load(loaded["pricing_file"], loaded["prices"])
+    assert book.cost("m", 1_000_000, 0, 0, 0, 0, True) == pytest.approx(3.0)  # fast x3
+    for bad, problem in [("[1]", "a 'models' object"), ("{", "Expecting property name"),
+                         ('{"models": {"m": {"input": 1}}}', "m: bad price entry")]:  # fmt: skip
+        table.write_text(bad)
+        with pytest.raises(config.ConfigError) as caught:
+            registry.load_config(settings)
+        assert any(f"{table}: not a usable price table" in p and problem in p
+                   for p in caught.value.problems), caught.value.problems  # fmt: skip

@@ -92,7 +92,7 @@ class Price:
                 cache_read_above=per_token("cache_read_above_200k"),
                 long_context_above=0 if long is None else int(long["above"]),
                 long_context=None if long is None else Rates.from_table(long),
-                fast=row.get("fast"),
+                fast=row.get("fast", row.get("fast_multiplier")),  # the config's name
                 start=_day(row.get("from"), float("-inf"), where),
                 end=_day(row.get("until"), float("inf"), where),
                 source={k: str(row[k]) for k in ("source", "page_date", "note") if k in row},
@@ -217,6 +217,10 @@ class PriceBook:
         else:
             shipped = resources.files("agentwatch.sentinels.token_ledger") / "pricing.json"
             data = json.loads(shipped.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
+            raise PricingError("expected a JSON object with a 'models' object")
+        if not isinstance(data.get("exact", {}), dict):
+            raise PricingError("'exact' must be an object of model ids")
         families = dict(data["models"])
         exact = dict(data.get("exact", {}))
         for name, row in (overrides or {}).items():  # an override wins as id and as family
