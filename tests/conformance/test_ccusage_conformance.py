@@ -471,6 +471,14 @@ def _deliberate_cases() -> Iterator[tuple[str, Deliberate]]:
         # -latest as claude-3-5-sonnet, -fast as opus-4-8, @default as opus-4-6 (untiered)
         {"input": 6000, "output": 0, "cache_read": 0, "cache_creation": 0}, 1000 * 13e-6,
     )  # fmt: skip
+    yield (
+        "long_context_bills_every_token_of_the_request",
+        Deliberate(
+            [corpus.assistant("m", "r", model=sonnet, input_tokens=300_000)],
+            {"input": 300_000, "output": 0, "cache_read": 0, "cache_creation": 0},
+            1.80,  # the example: $1.20 in ccusage (only the 100k above 200k at $6)
+        ),
+    )
     yield "cache_creation_given_as_an_array_drops_the_line", Deliberate(
         [corpus.assistant("m", "r", model=sonnet, input_tokens=1,
                           changes={"message.usage.cache_creation": [1000, 2000]})],
