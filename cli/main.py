@@ -67,18 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--log-level", choices=["debug", "info", "warning", "error"], help="override log_level"
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (
-        exporter,
-        sentinel,
-        up,
-        status,
-        prices,
-        controller,
-        ack,
-        run_budget,
-        hash_password,
-    ):
+    for module in (exporter, sentinel, up, status, controller, ack, run_budget, hash_password):
         module.add(commands)
+    prices.add(commands)
     install.add(commands)
     configuration.add(commands)
     classify_pane.add(commands)
