@@ -17,6 +17,7 @@ from agentwatch.cli import (
     hash_password,
     hook,
     install,
+    prices,
     run_budget,
     sentinel,
     status,
@@ -35,6 +36,7 @@ WITH_CONFIG = {
     "ack": ack,
     "classify-pane": classify_pane,
     "run-budget": run_budget,
+    "prices": prices,
 }
 
 
@@ -67,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in (exporter, sentinel, up, status, controller, ack, run_budget, hash_password):
         module.add(commands)
+    prices.add(commands)
     install.add(commands)
     configuration.add(commands)
     classify_pane.add(commands)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentwatch.core.config import Key, duration, int_range, missing_path, optional_path
@@ -44,6 +45,22 @@ def price_table(value: Any) -> dict[str, dict[str, float]]:
     return table
 
 
+def pricing_file(value: Any) -> Path | None:
+    """A price table replacing the shipped one, refused with its problem when it exists and
+    cannot be priced from (a missing file only warns: it may be created later)."""
+    path = optional_path(value)
+    if path is None or not path.is_file():
+        return path
+    from agentwatch.sentinels.token_ledger.pricing import PriceBook
+
+    try:
+        PriceBook.load(path)
+    except (OSError, ValueError, KeyError, TypeError) as error:  # PricingError is a ValueError
+        detail = f"missing key {error}" if isinstance(error, KeyError) else str(error)
+        raise ValueError(f"{path}: not a usable price table: {detail}") from None
+    return path
+
+
 def _build(context: Context) -> Work:
     from agentwatch.sentinels.token_ledger.main import TokenLedger
 
@@ -60,7 +77,7 @@ SENTINEL = Sentinel(
         ),
         "session_ttl": Key(7200.0, duration, "per-session series expire this long after activity"),
         "pricing_file": Key(
-            None, optional_path, "a JSON price table replacing the shipped one", missing_path
+            None, pricing_file, "a JSON price table replacing the shipped one", missing_path
         ),
         "prices": Key({}, price_table, "per-model price overrides, USD per million tokens"),
         "progress_interval": Key(5.0, duration, "seconds between backfill progress lines"),

@@ -185,7 +185,7 @@ class ChunkReader:
             return 0.0, True
         cost = self.prices.cost(
             entry.model, entry.input, entry.output, entry.cache_read,
-            entry.cache_5m, entry.cache_1h, entry.fast,
+            entry.cache_5m, entry.cache_1h, entry.fast, at=entry.timestamp,
         )  # fmt: skip
         return (0.0, False) if cost is None else (cost, True)
 

@@ -59,6 +59,8 @@ from agentwatch.demo.transcripts import (
 )
 from agentwatch.demo.transcripts import dumps as compact
 
+from . import oracle
+
 # ---------------------------------------------------------------------------------- constants
 
 SONNET_4 = "claude-sonnet-4-20250514"
@@ -180,6 +182,9 @@ class Corpus:
     config_dir: str
     home: Path | None = None
     cwd: Path | None = None
+    # Requests priced by Anthropic's page where ccusage differs, each alone in its (day, model)
+    # cell of the report: checked against oracle.py instead of ccusage (docs/ledger-rules.md).
+    oracle: tuple[oracle.Request, ...] = ()
 
 
 class Tree:
@@ -226,8 +231,8 @@ class Tree:
         """projects/<slug>/<session>/subagents/agent-<id>.jsonl (counted under the parent)"""
         return self.write(f"projects/{slug}/{session}/subagents/agent-{agent}.jsonl", lines)
 
-    def corpus(self) -> Corpus:
-        return Corpus(str(self.base))
+    def corpus(self, requests: Iterable[oracle.Request] = ()) -> Corpus:
+        return Corpus(str(self.base), oracle=tuple(requests))
 
 
 def _probes(root: Path, lines: Iterable[Line]) -> Corpus:
@@ -758,9 +763,27 @@ def pricing_lines(model: str, days: Mapping[int, Mapping[str, Any]] = PRICING_DA
 def pricing(root: Path) -> Corpus:
     """Prices, the 200k tier, the 1-hour cache, fast mode and costUSD for every model id."""
     tree = Tree(root / "claude")
+    requests = []
     for number, model in enumerate(PRICED_MODELS + UNPRICED_MODELS):
         tree.session(pricing_lines(model), session=f"model-{number:03d}")
-    return tree.corpus()
+        for day, usage in PRICING_DAYS.items():
+            requests.append(_request(at(day), model, usage))
+    return tree.corpus(request for request in requests if oracle.differs(request))
+
+
+def _request(timestamp: str, model: str, usage: Mapping[str, Any]) -> oracle.Request:
+    """The oracle's view of one line written by `assistant(model=model, **usage)`."""
+    cache = usage.get("cache_creation", 0)
+    split = usage.get("changes", {}).get(_ONE_HOUR)
+    five, hour = (
+        (cache, 0)
+        if split is None
+        else (split.get("ephemeral_5m_input_tokens", 0), split.get("ephemeral_1h_input_tokens", 0))
+    )
+    return oracle.Request(
+        timestamp[:10], model, usage.get("input_tokens", 0), usage.get("output_tokens", 0),
+        usage.get("cache_read", 0), five, hour,
+    )  # fmt: skip
 
 
 def long_context(root: Path) -> Corpus:
@@ -781,8 +804,13 @@ def long_context(root: Path) -> Corpus:
         (HAIKU_45, {"cache_read": 900_000}),
     ]  # fmt: skip
     for number, (model, usage) in enumerate(cases):
-        lines.append(assistant(f"msg_lc{number}", f"req_lc{number}", model=model, **usage))
-    return _probes(root, lines)
+        timestamp = at(number + 1)  # one request per day: the oracle checks each alone
+        lines.append(assistant(f"msg_lc{number}", f"req_lc{number}", model=model,
+                               timestamp=timestamp, **usage))  # fmt: skip
+    tree = Tree(root / "claude")
+    tree.session(lines)
+    requests = (_request(at(n + 1), model, usage) for n, (model, usage) in enumerate(cases))
+    return tree.corpus(request for request in requests if oracle.differs(request))
 
 
 # ----------------------------------------------------------------------- §9 cache_creation
@@ -827,7 +855,11 @@ def cache_creation(root: Path) -> Corpus:
         assistant("msg_ccnull", "req_ccnull", cache_creation=4_000,
                   changes={_ONE_HOUR: None}),  # null object: the flat field counts
     ]  # fmt: skip
-    return _probes(root, lines)
+    tree = Tree(root / "claude")
+    tree.session(lines)
+    big = [(8, 150_000, 150_000), (9, 0, 300_000), (10, 250_000, 50_000), (11, 300_000, 0)]
+    return tree.corpus(oracle.Request(at(day)[:10], SONNET_45, cache_5m=five, cache_1h=hour)
+                       for day, five, hour in big)  # fmt: skip
 
 
 # -------------------------------------------------------------------------- §10 speed
@@ -1381,6 +1413,16 @@ _WORDS = [
 ]  # fmt: skip
 
 
+def _fit_prompt(tokens: dict[str, Any], limit: int) -> None:
+    """Shrink cache reads, then writes, then input until the prompt is at most `limit`."""
+    for key in ("cache_read", "cache_creation", "input_tokens"):
+        others = sum(tokens[k] for k in ("input_tokens", "cache_creation", "cache_read")
+                     if k != key)  # fmt: skip
+        tokens[key] = max(0, min(tokens[key], limit - others))
+    if "cache_1h" in tokens:
+        tokens["cache_1h"] = min(tokens["cache_1h"], tokens["cache_creation"])
+
+
 @dataclass
 class _Response:
     """The copies of one API response as written (a streamed response has several)."""
@@ -1484,6 +1526,9 @@ class _RandomWriter:
         elif rng.random() < 0.4:
             tokens["speed"] = "standard"
         final = rng.randint(1, 3_000) if rng.random() < 0.97 else rng.randint(150_000, 260_000)
+        if oracle.governed(model):  # no deliberate long-context difference (oracle.py)
+            final = min(final, 180_000)
+            _fit_prompt(tokens, oracle.THRESHOLD)
         return tokens, final
 
     def _legacy_cost(self, usage: Mapping[str, Any]) -> float:

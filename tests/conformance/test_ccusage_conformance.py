@@ -22,8 +22,10 @@ import json
 import math
 import os
 import random
+import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +33,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from . import corpus
+from . import corpus, oracle
 
 pytestmark = pytest.mark.ccusage
 
@@ -83,6 +85,7 @@ class Totals:
     tokens: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TOKEN_TYPES, 0))
     cost: float = 0.0
     by_model: dict[str, list[float]] = field(default_factory=dict)  # model -> [tokens, cost]
+    cells: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (day, model)
 
     def add_model(self, model: str, tokens: float = 0, cost: float = 0.0) -> None:
         row = self.by_model.setdefault(model, [0, 0.0])
@@ -132,6 +135,10 @@ def _finish_ccusage(process: subprocess.Popen[str]) -> Totals:
             tokens = sum(row[k] for k in ("inputTokens", "outputTokens", "cacheReadTokens",
                                           "cacheCreationTokens"))  # fmt: skip
             totals.add_model(row["modelName"], tokens, row["cost"])
+            name = row["modelName"].removesuffix("-fast")  # ccusage's name of fast entries
+            cell = totals.cells.setdefault((day["date"], name), [0, 0.0])
+            cell[0] += tokens
+            cell[1] += row["cost"]
     return totals
 
 
@@ -220,6 +227,64 @@ def differences(reference: Totals, ours: Totals) -> list[str]:
     return problems
 
 
+def _ledger_cells(state: Path) -> dict[tuple[str, str], list[float]]:
+    """(day, model) -> [tokens, cost] from the ledger's minute buckets (read-only)."""
+    db = sqlite3.connect(f"file:{state / 'token-ledger.sqlite'}?mode=ro", uri=True)
+    cells: dict[tuple[str, str], list[float]] = {}
+    query = ("SELECT b.first_ms, l.model, b.t_in + b.t_out + b.t_cr + b.t_cc, b.cost "
+             "FROM buckets b JOIN labelsets l ON l.id = b.labels")  # fmt: skip
+    for first_ms, model, tokens, cost in db.execute(query):
+        day = time.strftime("%Y-%m-%d", time.gmtime(first_ms / 1000))
+        cell = cells.setdefault((day, model), [0, 0.0])
+        cell[0] += tokens
+        cell[1] += cost
+    db.close()
+    return cells
+
+
+def _ledger_responses(state: Path) -> list[tuple[oracle.Request, float]]:
+    """Every response the ledger counted, as the oracle sees it, with the ledger's cost (cache
+    writes as 5-minute ones: the database keeps their sum only, so corpora whose differing
+    requests split them declare those requests instead)."""
+    db = sqlite3.connect(f"file:{state / 'token-ledger.sqlite'}?mode=ro", uri=True)
+    query = ("SELECT l.model, r.c_in, r.c_out, r.c_cr, r.c_cc, r.cost FROM responses r "
+             "JOIN labelsets l ON l.id = r.labels")  # fmt: skip
+    found = [(oracle.Request("", model, int(i), int(o), int(cr), int(cc)), cost)
+             for model, i, o, cr, cc, cost in db.execute(query)]  # fmt: skip
+    db.close()
+    return found
+
+
+def expected(case: corpus.Corpus, reference: Totals, state: Path) -> Totals:
+    """What the ledger must report: ccusage's totals, except the requests where the ledger
+    prices by Anthropic's long-context rule (docs/ledger-rules.md), which must cost what the
+    independent oracle says. A corpus that declares its differing requests has each alone in
+    a (day, model) cell, checked one by one; otherwise the ledger's counted responses are
+    repriced by the oracle (ccusage's rule out, the page's in)."""
+    adjusted = Totals(dict(reference.tokens), reference.cost, dict(reference.by_model))
+    if case.oracle:
+        ours = _ledger_cells(state)
+        differ = 0
+        for request in case.oracle:
+            key = (request.day, request.model)
+            want = oracle.anthropic(request)
+            got, theirs = ours.get(key, [0, 0.0]), reference.cells.get(key, [0, 0.0])
+            assert got[0] == theirs[0] == request.tokens, (key, got, theirs, request)
+            assert math.isclose(got[1], want, rel_tol=1e-9), (key, got[1], want, request)
+            differ += not math.isclose(theirs[1], want, rel_tol=1e-9)
+            adjusted.cost += want - theirs[1]
+        assert differ, "ccusage prices every declared request as the page does"
+        return adjusted
+    for request, cost in _ledger_responses(state):
+        if not oracle.differs(request):
+            continue
+        page, theirs = oracle.anthropic(request), oracle.marginal(request)
+        assert not math.isclose(cost, theirs, rel_tol=1e-9), f"priced by ccusage's rule: {request}"
+        if math.isclose(cost, page, rel_tol=1e-9):  # otherwise its costUSD, as in ccusage
+            adjusted.cost += page - theirs
+    return adjusted
+
+
 def assert_conforms(reference: Totals, ours: Totals, what: str) -> None:
     problems = differences(reference, ours)
     if not problems:
@@ -257,7 +322,7 @@ def test_edge_corpus_matches_ccusage(name: str, tmp_path: Path) -> None:
     experiments that found ccusage's rules."""
     case = corpus.EDGE_CORPORA[name](tmp_path / "corpus")
     reference, ours = run_both(case, tmp_path / "run", tmp_path / "state")
-    assert_conforms(reference, ours.totals, name)
+    assert_conforms(expected(case, reference, tmp_path / "state"), ours.totals, name)
 
 
 RANDOM_CASES = [  # (seed, lines, multi-MB lines)
@@ -274,7 +339,7 @@ def test_random_corpus_matches_ccusage(
     """Everything mixed the way real sessions mix it, over thousands of lines."""
     case = corpus.random_corpus(tmp_path / "corpus", seed, n_lines, big_lines=big_lines)
     reference, ours = run_both(case, tmp_path / "run", tmp_path / "state")
-    assert_conforms(reference, ours.totals, f"random corpus seed {seed}")
+    assert_conforms(expected(case, reference, tmp_path / "state"), ours.totals, f"seed {seed}")
 
 
 def test_random_corpus_is_deterministic(tmp_path: Path) -> None:
@@ -298,7 +363,8 @@ def test_second_run_adds_nothing(tmp_path: Path) -> None:
     assert _token_and_cost_samples(second) == _token_and_cost_samples(first)
     read = ("agentwatch_ledger_bytes_read_total", ())
     assert second.samples[read] == first.samples[read] > 0
-    assert_conforms(run_ccusage(case, tmp_path / "ccusage"), second.totals, "second run")
+    reference = expected(case, run_ccusage(case, tmp_path / "ccusage"), state)
+    assert_conforms(reference, second.totals, "second run")
 
 
 def _cut_plan(files: dict[Path, bytes], rng: random.Random) -> dict[Path, list[int]]:
@@ -345,6 +411,7 @@ def test_appends_between_runs_match_ccusage_at_every_stage(tmp_path: Path) -> No
                 with target.open("ab") as handle:  # append: same inode, as Claude Code does
                     handle.write(files[rel][start : sizes[stage]])
         reference, ours = run_both(case, tmp_path / f"run{stage}", state)
+        reference = expected(case, reference, state)
         assert_conforms(reference, ours.totals, f"after append stage {stage + 1} of 3")
 
 
@@ -404,6 +471,14 @@ def _deliberate_cases() -> Iterator[tuple[str, Deliberate]]:
         # -latest as claude-3-5-sonnet, -fast as opus-4-8, @default as opus-4-6 (untiered)
         {"input": 6000, "output": 0, "cache_read": 0, "cache_creation": 0}, 1000 * 13e-6,
     )  # fmt: skip
+    yield (
+        "long_context_bills_every_token_of_the_request",
+        Deliberate(
+            [corpus.assistant("m", "r", model=sonnet, input_tokens=300_000)],
+            {"input": 300_000, "output": 0, "cache_read": 0, "cache_creation": 0},
+            1.80,  # the issue's example: $1.20 in ccusage (only the 100k above 200k at $6)
+        ),
+    )
     yield "cache_creation_given_as_an_array_drops_the_line", Deliberate(
         [corpus.assistant("m", "r", model=sonnet, input_tokens=1,
                           changes={"message.usage.cache_creation": [1000, 2000]})],
@@ -439,7 +514,7 @@ def test_regression_matches_ccusage(name: str, tmp_path: Path) -> None:
     """Differences from ccusage that were found and fixed (see each corpus's docstring)."""
     case = corpus.REGRESSION_CORPORA[name](tmp_path / "corpus")
     reference, ours = run_both(case, tmp_path / "run", tmp_path / "state")
-    assert_conforms(reference, ours.totals, name)
+    assert_conforms(expected(case, reference, tmp_path / "state"), ours.totals, name)
 
 
 def test_regression_label_values_survive_restart(tmp_path: Path) -> None:
@@ -448,7 +523,7 @@ def test_regression_label_values_survive_restart(tmp_path: Path) -> None:
     case = corpus.label_separator(tmp_path / "corpus")
     state = tmp_path / "state"
     first = run_ledger(case, tmp_path / "run1", state)
-    reference = run_ccusage(case, tmp_path / "ccusage")
+    reference = expected(case, run_ccusage(case, tmp_path / "ccusage"), state)
     assert_conforms(reference, first.totals, "first run")
     second = run_ledger(case, tmp_path / "run2", state)
     assert_conforms(reference, second.totals, "after a restart")

@@ -24,7 +24,7 @@ from agentwatch.demo.anthropic_api.server import StandIn
 from tests.claude_cli import prepare_home, recorded_ids, run_print, served_totals
 from tests.conftest import CLI, samples
 
-from . import corpus
+from . import corpus, oracle
 from .test_ccusage_conformance import TOKEN_TYPES, assert_conforms, run_both
 
 pytestmark = pytest.mark.ccusage
@@ -119,6 +119,12 @@ def test_ledger_equals_what_the_api_served_and_ccusage(tmp_path: Path) -> None:
     case = corpus.Corpus(config_dir=str(config_dir), home=home)
     reference, ours = run_both(case, tmp_path / "readers", tmp_path / "state")
     assert ours.totals.tokens == truth, "the ledger differs from what the API served"
+    # Models ccusage leaves at $0 (Claude Code's default Opus 5.5): the page's price instead.
+    for record in served.records:
+        price = oracle.page_price(record.get("model", ""), record.get("usage", {}))
+        if record.get("id") in ids and price is not None:
+            assert reference.by_model.get(record["model"], [0, 0.0])[1] == 0
+            reference.cost += price
     assert_conforms(reference, ours.totals, "real Claude Code sessions")
 
 
