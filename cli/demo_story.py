@@ -9,6 +9,7 @@ a transcript, a pane or a payload.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,6 +18,7 @@ BURNS = ("AgentwatchSessionTokenBurn", "AgentwatchProjectTokenBurn")
 STALL = "AgentwatchSessionStalledOnError"
 QUOTA = ("AgentwatchQuotaElevated", "AgentwatchQuotaCritical", "AgentwatchQuotaShutdown")
 INEFFECTIVE = "AgentwatchBurnThrottleIneffective"
+NUDGE_GRACE = 30.0  # seconds a resume waits for the nudge behind it to show
 
 Samples = Mapping[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -67,8 +69,9 @@ class Story:
 
     told: set[str] = field(default_factory=set)
     stalled: dict[str, str] = field(default_factory=dict)  # pane -> state, while it pages
-    nudges_before: float = 0.0  # nudges sent as of the last look
-    nudges_at_stall: float = 0.0
+    nudges_before: float = math.inf  # nudges sent as of the last look (none looked yet)
+    nudges_at_stall: float = math.inf
+    resumed: dict[str, float] = field(default_factory=dict)  # pane -> when its alert went
 
     def _once(self, key: str, line: str, out: list[str]) -> None:
         if key not in self.told:
@@ -93,7 +96,7 @@ class Story:
         stalls = {a.get("labels", {}).get("pane", "?") for a in alerts
                   if isinstance(a, dict) and isinstance(a.get("labels"), dict)
                   and a["labels"].get("alertname") == STALL}  # fmt: skip
-        self._stall(active, stalls, samples, out)
+        self._stall(active, stalls, samples, now, out)
         self._quota(active, decision, out)
         self._budget(active, decision, out)
         return out
@@ -146,9 +149,16 @@ class Story:
             )
 
     def _stall(
-        self, active: Iterable[Firing], present: set[str], samples: Samples, out: list[str]
+        self,
+        active: Iterable[Firing],
+        present: set[str],
+        samples: Samples,
+        now: float,
+        out: list[str],
     ) -> None:
-        """`present`: the panes with a stall alert in any state (a silenced one is no resume)."""
+        """`present`: the panes with a stall alert in any state (a silenced one is no resume).
+        A pane may resume before the controller's next spool write shows its nudge: the resume
+        is told after the nudge, or on its own once NUDGE_GRACE has passed."""
         nudged = _value(samples, "agentwatch_controller_nudges_total", result="sent")
         paging = {
             alert.labels.get("pane", "?"): alert.labels.get("state", "?")
@@ -158,16 +168,25 @@ class Story:
         for pane, state in paging.items():
             if pane not in self.stalled:
                 self._once(f"stall.fired.{pane}", f"stall: pane {pane} stuck on {state}", out)
-                self.nudges_at_stall = self.nudges_before  # the nudge may come in this look
+                if "stall.nudged" not in self.told:  # the count before this look, if known
+                    before = nudged if math.isinf(self.nudges_before) else self.nudges_before
+                    self.nudges_at_stall = min(self.nudges_at_stall, before)
         self.nudges_before = nudged
-        if (paging or self.stalled) and nudged > self.nudges_at_stall:
+        stalls_seen = any(key.startswith("stall.fired.") for key in self.told)
+        if stalls_seen and nudged > self.nudges_at_stall:
             self._once("stall.nudged", "stall: the controller nudged the pane", out)
         for pane in set(self.stalled) - present:
-            self._once(
-                f"stall.resumed.{pane}",
-                f"stall: pane {pane} resumed after the nudge (the alert resolved)",
-                out,
-            )
+            self.resumed.setdefault(pane, now)
+        for pane, since in sorted(self.resumed.items()):
+            if "stall.nudged" in self.told or now - since >= NUDGE_GRACE:
+                self._once(
+                    f"stall.resumed.{pane}",
+                    f"stall: pane {pane} resumed (its alert resolved)",
+                    out,
+                )
+        self.resumed = {
+            p: t for p, t in self.resumed.items() if f"stall.resumed.{p}" not in self.told
+        }
         self.stalled = {pane: state for pane, state in self.stalled.items() if pane in present}
         self.stalled.update(paging)
 

@@ -43,7 +43,7 @@ DEMO_DEFAULTS: dict[str, Any] = {
     },
     "demo": {"burn_seconds": 120},  # two minutes of burn, then it calms
     # the 5-hour block the demo's sessions fill: 70 % (opus deferred) about 2 minutes in
-    "sentinels": {"token-ledger": {"block_token_limit": 10_000_000}},
+    "sentinels": {"token-ledger": {"block_token_limit": 9_000_000}},
 }
 log = logging.getLogger("agentwatch.up")
 STATUS_EVERY = 10.0

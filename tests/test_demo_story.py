@@ -76,9 +76,26 @@ def test_stall_nudge_resume() -> None:
     sent = {("agentwatch_controller_nudges_total", (("result", "sent"),)): 1.0}
     assert story.observe([stall], {}, sent, NOW) == ["stall: the controller nudged the pane"]
     assert story.observe(None, {}, sent, NOW) == []  # Alertmanager not answering: no news
-    assert story.observe([], {}, sent, NOW) == [
-        "stall: pane %2 resumed after the nudge (the alert resolved)"
+    assert story.observe([], {}, sent, NOW) == ["stall: pane %2 resumed (its alert resolved)"]
+
+
+def test_a_resume_waits_for_its_nudge_to_show() -> None:
+    story = Story()
+    none = {("agentwatch_controller_nudges_total", (("result", "sent"),)): 0.0}
+    sent = {("agentwatch_controller_nudges_total", (("result", "sent"),)): 1.0}
+    stall = _alert("AgentwatchSessionStalledOnError", pane="%2", state="api_error")
+    assert story.observe([], {}, none, NOW) == []
+    assert story.observe([stall], {}, none, NOW) == ["stall: pane %2 stuck on api_error"]
+    assert story.observe([], {}, none, NOW + 2) == []  # resolved before the nudge showed
+    assert story.observe([], {}, sent, NOW + 4) == [
+        "stall: the controller nudged the pane",
+        "stall: pane %2 resumed (its alert resolved)",
     ]
+    other = Story()
+    other.observe([], {}, none, NOW)
+    other.observe([stall], {}, none, NOW)
+    assert other.observe([], {}, none, NOW + 1) == []
+    assert other.observe([], {}, none, NOW + 31) == ["stall: pane %2 resumed (its alert resolved)"]
 
 
 def test_quota_and_budget_need_the_decision_too() -> None:

@@ -65,7 +65,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 # a daily budget the demo's sessions pass within a minute or two
                 "budget_usd": DAILY_BUDGET,
                 "budget_period": "day",
-                "burn": {"escalate_after": 5, "verify_after": 20, "verify_fraction": 0.5},
+                # the pause step (at 2 x escalate_after) comes after the test's ack, if ever
+                "burn": {"escalate_after": 20, "verify_after": 20, "verify_fraction": 0.5},
             },
             "demo": {"burn_seconds": 90, "stall_after_turns": 3, "seconds_per_turn": 2},
             "sentinels": {
@@ -229,18 +230,34 @@ def test_ledger_spend_past_95_percent_of_the_daily_budget_pauses(stack: dict[str
     assert _alert(stack, "AgentwatchBudgetCritical", "firing") is not None
 
 
-def test_an_unacknowledged_burn_is_throttled_then_judged(stack: dict[str, Any]) -> None:
-    """The burn alert stays unanswered for escalate_after: the controller shrinks for it, says
-    so in chat (AgentwatchBurnThrottled), and verify_after later the verifier has a verdict:
-    the throttle's effect on the session's rate, and the ineffective alert exactly when that
-    effect is not below verify_fraction (the demo's burner is an interactive session, which
-    no orchestrator limit slows down)."""
+def _throttled_for_burn(stack: dict[str, Any]) -> bool:
+    actions = _decision(stack).get("actions") or {}
+    return any(name in BURNS for step in ("shrink", "pause") for name in actions.get(step, []))
 
-    def throttled() -> bool:
-        actions = _decision(stack).get("actions") or {}
-        return any(name in BURNS for step in ("shrink", "pause") for name in actions.get(step, []))
 
-    _wait(stack, "the controller to throttle the burn", throttled)
+def test_an_unacknowledged_burn_is_throttled_acknowledged_and_judged(
+    stack: dict[str, Any],
+) -> None:
+    """The burn alert stays unanswered for escalate_after: the controller shrinks for it and
+    says so in chat (AgentwatchBurnThrottled). `agentwatch ack` then silences it: the throttle
+    lifts and the pause step (at twice escalate_after) never comes. verify_after after the
+    throttle began the verifier has its verdict all the same: the throttle's effect on the
+    session's rate, and the ineffective alert exactly when that effect is not below
+    verify_fraction (the demo's burner is an interactive session, which no orchestrator limit
+    slows down)."""
+    _wait(stack, "the controller to throttle the burn", lambda: _throttled_for_burn(stack))
+    throttled_at = time.time()
+    am = f"http://{stack['config']['stack']['alertmanager_listen']}"
+    for name in BURNS:  # the session's burn, and its project's (inhibited by it until now)
+        acked = subprocess.run(
+            [*CLI, "--config", str(stack["config_path"]), "ack", name, "--match",
+             "project=data-pipeline", "--for", "1h", "--comment", "stack test: expected",
+             "--alertmanager", am],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert acked.returncode == 0, acked.stdout + acked.stderr
+    _wait(stack, "the acknowledged burn to lift its throttle",
+          lambda: not _throttled_for_burn(stack))  # fmt: skip
     _wait(stack, "the throttle to reach chat",
           lambda: _alert(stack, "AgentwatchBurnThrottled", "firing"))  # fmt: skip
     query = f"{stack['prometheus']}/api/v1/query"
@@ -269,6 +286,10 @@ def test_an_unacknowledged_burn_is_throttled_then_judged(stack: dict[str, Any]) 
         return None
 
     assert _wait(stack, "the verifier's verdict", judged) in ("ineffective", "worked")
+    escalate_after = stack["config"]["controller"]["burn"]["escalate_after"]
+    assert time.time() > throttled_at + escalate_after + 10, "past the pause step's time"
+    log = (stack["state"] / "logs" / "controller.log").read_text()
+    assert "burn_shrink" in log and "burn_pause" not in log, "the ack prevented the escalation"
 
 
 def _burn(stack: dict[str, Any], status: str) -> dict | None:
@@ -287,7 +308,12 @@ def test_burn_pages_then_resolves_when_the_burn_ends(stack: dict[str, Any]) -> N
     assert firing["labels"]["project"] == "data-pipeline"
     assert firing["labels"]["severity"] == "warning"
     assert "data-pipeline" in firing["annotations"]["description"]
-    _wait(stack, "the burn alert to resolve", lambda: _burn(stack, "resolved"))
+    # Resolved as Prometheus sees it: the acknowledged (silenced) burn sends no message.
+    burns = 'ALERTS{alertname=~"AgentwatchSessionTokenBurn|AgentwatchProjectTokenBurn"}'
+    query = f"{stack['prometheus']}/api/v1/query"
+    _wait(stack, "the burn alert to resolve",
+          lambda: not requests.get(query, params={"query": burns}, timeout=10)
+          .json()["data"]["result"])  # fmt: skip
     burning = {a["labels"]["project"] for a in _messages(stack["alerts_log"])
                if a["labels"].get("alertname") in BURNS}  # fmt: skip
     assert burning == {"data-pipeline"}  # the steady sessions never paged
