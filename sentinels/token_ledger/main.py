@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from itertools import chain
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from watchdog.events import (
@@ -30,8 +31,6 @@ from watchdog.events import (
     FileSystemEvent,
     FileSystemEventHandler,
 )
-from watchdog.observers import Observer
-from watchdog.observers.api import BaseObserver
 
 from agentwatch.core import claude
 from agentwatch.core.config import Config
@@ -43,6 +42,9 @@ from agentwatch.sentinels.token_ledger.metrics import CounterText, families
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.store import StateInUse, Store
 from agentwatch.sentinels.token_ledger.windows import Windows
+
+if TYPE_CHECKING:  # the observer is imported when the first watch starts: not for --once
+    from watchdog.observers.api import BaseObserver
 
 log = logging.getLogger("agentwatch.token-ledger")
 IDLE_POLL = 30.0
@@ -130,6 +132,8 @@ class _Watch:
         fs.inotify.max_user_instances or max_user_watches reached)."""
         try:
             if self.observer is None:
+                from watchdog.observers import Observer  # 35 ms of every backfill's start
+
                 # Events wake the observer at once; the timeout only paces its idle polling
                 # (the default 1 s would wake two threads every second for nothing).
                 observer = Observer(timeout=IDLE_POLL)
