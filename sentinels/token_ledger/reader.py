@@ -156,18 +156,21 @@ class ChunkReader:
             msg, req = key_hash(f"{key}\0{offset}\0{index}\0{content}"), BY_LOCATION
         else:
             # The copies of one response follow each other: their keys are hashed once.
-            msg = self._msg_hashes.get(entry.msg_id)
-            if msg is None:
-                msg = _remember(self._msg_hashes, entry.msg_id, key_hash(entry.msg_id))
+            known = self._msg_hashes.get(entry.msg_id)
+            if known is None:
+                known = _remember(self._msg_hashes, entry.msg_id, key_hash(entry.msg_id))
+            msg = known
             if entry.sidechain:
                 req = SIDECHAIN
             elif entry.req_id is None:  # the reference reader then keys on id + instant
                 req = key_hash(f"t\0{round(entry.timestamp * 1000)}") | 3
             else:
-                req = self._req_hashes.get(entry.req_id)
-                if req is None:  # low bits set: never a reserved key
-                    req = key_hash("r\0" + entry.req_id) | 3
-                    _remember(self._req_hashes, entry.req_id, req)
+                known = self._req_hashes.get(entry.req_id)
+                if known is None:  # low bits set: never a reserved key
+                    known = _remember(
+                        self._req_hashes, entry.req_id, key_hash("r\0" + entry.req_id) | 3
+                    )
+                req = known
         # Label values come from text anyone can write (cwd, folder names, model): made safe
         # here, where they are produced, so the database and every exposition hold safe text.
         project = self._projects.get((entry.cwd, slug))
