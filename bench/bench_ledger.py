@@ -395,42 +395,46 @@ def backfill(
     return result
 
 
-def scale(args: argparse.Namespace, work: Path, aw: str, base: dict[str, Any]) -> dict[str, Any]:
-    """The same cold backfill on a corpus `--scale` times larger (files scaled alike, so a
-    file's size stays): its wall time against the base corpus's median, and its peak memory
-    against the base's, which must stay flat (memory is bounded per chunk, not per history).
-    The base figures are phase (a)'s medians, measured minutes before in the same run."""
+def scale(args: argparse.Namespace, root: Path, work: Path, aw: str) -> dict[str, Any]:
+    """The same cold backfill on a corpus `--scale` large (files scaled alike, so a file's
+    size and the mix of lines stay): its wall time and peak memory against the base corpus's,
+    in pairs run back to back (base, then large, `--scale-repeat` times), so that both sides
+    of the ratio see the same load on a shared machine. Memory must stay flat: chunks are
+    bounded, not the history."""
     size = corpus.parse_size(args.scale)
     factor = size / corpus.parse_size(args.size)
     files = max(1, round(args.files * factor))
-    root = Path(f"/tmp/aw-corpus-{corpus.format_size(size)}-f{files}-s{args.seed}")
-    print(f"scale corpus {root} ({args.scale}, {files} files)", flush=True)
-    manifest, made = corpus.ensure_corpus(root, size, files, args.seed, progress=True)
+    big_root = Path(f"/tmp/aw-corpus-{corpus.format_size(size)}-f{files}-s{args.seed}")
+    print(f"scale corpus {big_root} ({args.scale}, {files} files)", flush=True)
+    manifest, made = corpus.ensure_corpus(big_root, size, files, args.seed, progress=True)
     print(f"  {'generated' if made else 're-used'}", flush=True)
-    nfiles, nbytes, took = warm_cache(root)
+    nfiles, nbytes, took = warm_cache(big_root)
     print(f"  page cache warmed: {nfiles} files, {nbytes / (1 << 20):.0f} MiB in {took:.1f} s")
     home = work / "home"
     home.mkdir(exist_ok=True)
-    runs: list[Run] = []
+    runs: dict[str, list[Run]] = {"base": [], "big": []}
     totals: dict[str, Any] = {}
-    for i in range(args.scale_repeat):
-        spool, state = work / f"scale-spool-{i}", work / f"scale-state-{i}"
-        run = run_measured(
-            once_command(aw, spool, state),
-            clean_env(home, root),
-            work / f"scale-{i}.out",
-            work / f"scale-{i}.err",
-            args.timeout,
-        )
-        runs.append(run)
-        totals = ledger_totals(spool / "token-ledger.prom")
-        shutil.rmtree(state, ignore_errors=True)  # a 5 GiB history's database: not kept
-        print(f"  agentwatch {args.scale} run {i + 1}: {run.describe()}", flush=True)
-    big = summarize(runs)
+    for i in range(args.scale_repeat or args.repeat):
+        for name, tree, label in (("base", root, args.size), ("big", big_root, args.scale)):
+            spool, state = work / f"scale-{name}-spool-{i}", work / f"scale-{name}-state-{i}"
+            run = run_measured(
+                once_command(aw, spool, state),
+                clean_env(home, tree),
+                work / f"scale-{name}-{i}.out",
+                work / f"scale-{name}-{i}.err",
+                args.timeout,
+            )
+            runs[name].append(run)
+            if name == "big":
+                totals = ledger_totals(spool / "token-ledger.prom")
+            shutil.rmtree(state, ignore_errors=True)  # a 5 GiB history's database: not kept
+            print(f"  agentwatch {label:>4} run {i + 1}: {run.describe()}", flush=True)
+    base, big = summarize(runs["base"]), summarize(runs["big"])
     gen = expected_totals(manifest)
     return {
-        "corpus": {"dir": str(root), "bytes": manifest["bytes"], "files": manifest["files"]},
+        "corpus": {"dir": str(big_root), "bytes": manifest["bytes"], "files": manifest["files"]},
         "factor": factor,
+        "base": base,
         "agentwatch": big,
         "totals": {"agentwatch": totals, "generator": gen},
         "checks": {"scale_agentwatch_equals_generator": same_totals(totals, gen)},
@@ -698,8 +702,8 @@ def report(res: dict[str, Any]) -> None:
             r = b["ratios"]
             print(f"    cpu ratio: {verdict('backfill_cpu_ratio', r['backfill_cpu_ratio'])}")
     sc = res.get("scale")
-    if sc and b:
-        a, base = sc["agentwatch"], b["agentwatch"]
+    if sc:
+        a, base = sc["agentwatch"], sc["base"]
         r = sc["ratios"]
         print(
             f"\n(a') scale: {sc['corpus']['bytes'] / (1 << 30):.2f} GiB, "
@@ -766,7 +770,9 @@ def main(argv: list[str] | None = None) -> int:
         help="also backfill a corpus this large (files scaled alike) and compare its time "
         "and memory with the base size's; 0 skips it",
     )
-    ap.add_argument("--scale-repeat", type=int, default=1, help="runs of the scale backfill")
+    ap.add_argument(
+        "--scale-repeat", type=int, default=0, help="pairs of scale runs (default: --repeat)"
+    )
     ap.add_argument("--live-lines", type=int, default=100)
     ap.add_argument("--live-gap", type=float, default=0.05, help="seconds between appends")
     ap.add_argument(
@@ -837,7 +843,7 @@ def main(argv: list[str] | None = None) -> int:
             spool = Path(res["backfill"]["spool_dir"])
             state = Path(res["backfill"]["state_dir"])
             if args.scale not in ("", "0"):
-                res["scale"] = scale(args, work, aw, res["backfill"]["agentwatch"])
+                res["scale"] = scale(args, root, work, aw)
                 ok = ok and all(res["scale"]["checks"].values())
         elif not args.skip_live:
             (work / "home").mkdir(exist_ok=True)
