@@ -32,7 +32,21 @@ _NULL_KEYS = frozenset(
 _NULL = b'":null'
 
 
+_NULL_KEY_ENDS = tuple(_NULL_KEYS)
+
+
 def _has_forbidden_null(canonical: bytes) -> bool:
+    """True when one of _NULL_KEYS is a key with value null. Real lines hold one or two
+    nulls of other keys: split at each `":null` and look at what precedes it; only a piece
+    ending in one of the keys needs the exact look (a key, or the end of a string)."""
+    pieces = canonical.split(_NULL)
+    for index in range(len(pieces) - 1):
+        if pieces[index].endswith(_NULL_KEY_ENDS):
+            return _has_forbidden_null_exactly(canonical)
+    return False
+
+
+def _has_forbidden_null_exactly(canonical: bytes) -> bool:
     """True when one of _NULL_KEYS is a key with value null (a few finds, no regex)."""
     find, rfind = canonical.find, canonical.rfind
     at = find(_NULL)
