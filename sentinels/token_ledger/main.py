@@ -332,6 +332,10 @@ class TokenLedger:
         of it with --once), then let the loop publish. No thread may exist before the parse
         workers are forked; the watch starts after the backfill."""
         if self.reading is None:
+            if self.progress is None and not ledger.positions:
+                # A cold backfill (nothing read yet): the workers are forked before the
+                # scan, so that they do not each hold a copy of its table of files.
+                ledger.start_workers(self.workers)
             ledger.scan()
             if self.progress is None:  # a retry after a full disk goes on with the same one
                 self.progress = _Progress(ledger, self.progress_every)
@@ -407,4 +411,5 @@ class TokenLedger:
         if self.watch is not None:
             self.watch.stop()
         if self.ledger is not None:
+            self.ledger.stop_workers()
             self.ledger.store.close()
