@@ -332,7 +332,11 @@ class TokenLedger:
         of it with --once), then let the loop publish. No thread may exist before the parse
         workers are forked; the watch starts after the backfill."""
         if self.reading is None:
-            if self.progress is None and not ledger.positions:
+            if (
+                self.progress is None
+                and not ledger.positions
+                and claude.has_transcripts(ledger.roots)
+            ):
                 # A cold backfill (nothing read yet): the workers are forked before the
                 # scan, so that they do not each hold a copy of its table of files.
                 ledger.start_workers(self.workers)
