@@ -7,6 +7,8 @@
     wall time, CPU, and each run's peak RSS (of its own process tree, summed over the
     processes alive at once, sampled every 10 ms), and the token totals of both (and of the
     generator) must agree.
+(a') scaling: the same backfill of a corpus --scale (5 GiB) large, in back-to-back pairs with
+    the base corpus: time at most 5.5x the base's for 5x the bytes, and flat peak memory.
 (b) live latency: the sentinel as a loop plus `agentwatch exporter`; append one new response to
     a transcript, poll /metrics every 5 ms until the token counter moves; p50/p99 and the
     sentinel's CPU per appended line.
