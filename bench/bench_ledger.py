@@ -7,6 +7,8 @@
     wall time, CPU, and each run's peak RSS (of its own process tree, summed over the
     processes alive at once, sampled every 10 ms), and the token totals of both (and of the
     generator) must agree.
+(a') scaling: the same backfill of a corpus --scale (5 GiB) large, in back-to-back pairs with
+    the base corpus: time at most 5.5x the base's for 5x the bytes, and flat peak memory.
 (b) live latency: the sentinel as a loop plus `agentwatch exporter`; append one new response to
     a transcript, poll /metrics every 5 ms until the token counter moves; p50/p99 and the
     sentinel's CPU per appended line.
@@ -63,8 +65,11 @@ CC_KEYS = {
     "cache_read": "cacheReadTokens",
 }
 TARGETS = {
-    "backfill_wall_ratio": ("<=", 2.0),
+    "backfill_wall_ratio": ("<=", 1.0),
     "backfill_rss_ratio": ("<", 1.0),
+    "backfill_cpu_ratio": ("<=", 1.2),
+    "scale_wall_ratio": ("<=", 5.5),
+    "scale_rss_ratio": ("<=", 1.2),
     "live_p99_seconds": ("<=", 1.0),
     "live_cpu_ms_per_line": ("<=", 10.0),
     "idle_cpu_percent": ("<", 0.2),
@@ -392,6 +397,56 @@ def backfill(
     return result
 
 
+def scale(args: argparse.Namespace, root: Path, work: Path, aw: str) -> dict[str, Any]:
+    """The same cold backfill on a corpus `--scale` large (files scaled alike, so a file's
+    size and the mix of lines stay): its wall time and peak memory against the base corpus's,
+    in pairs run back to back (base, then large, `--scale-repeat` times), so that both sides
+    of the ratio see the same load on a shared machine. Memory must stay flat: chunks are
+    bounded, not the history."""
+    size = corpus.parse_size(args.scale)
+    factor = size / corpus.parse_size(args.size)
+    files = max(1, round(args.files * factor))
+    big_root = Path(f"/tmp/aw-corpus-{corpus.format_size(size)}-f{files}-s{args.seed}")
+    print(f"scale corpus {big_root} ({args.scale}, {files} files)", flush=True)
+    manifest, made = corpus.ensure_corpus(big_root, size, files, args.seed, progress=True)
+    print(f"  {'generated' if made else 're-used'}", flush=True)
+    nfiles, nbytes, took = warm_cache(big_root)
+    print(f"  page cache warmed: {nfiles} files, {nbytes / (1 << 20):.0f} MiB in {took:.1f} s")
+    home = work / "home"
+    home.mkdir(exist_ok=True)
+    runs: dict[str, list[Run]] = {"base": [], "big": []}
+    totals: dict[str, Any] = {}
+    for i in range(args.scale_repeat or args.repeat):
+        for name, tree, label in (("base", root, args.size), ("big", big_root, args.scale)):
+            spool, state = work / f"scale-{name}-spool-{i}", work / f"scale-{name}-state-{i}"
+            run = run_measured(
+                once_command(aw, spool, state),
+                clean_env(home, tree),
+                work / f"scale-{name}-{i}.out",
+                work / f"scale-{name}-{i}.err",
+                args.timeout,
+            )
+            runs[name].append(run)
+            if name == "big":
+                totals = ledger_totals(spool / "token-ledger.prom")
+            shutil.rmtree(state, ignore_errors=True)  # a 5 GiB history's database: not kept
+            print(f"  agentwatch {label:>4} run {i + 1}: {run.describe()}", flush=True)
+    base, big = summarize(runs["base"]), summarize(runs["big"])
+    gen = expected_totals(manifest)
+    return {
+        "corpus": {"dir": str(big_root), "bytes": manifest["bytes"], "files": manifest["files"]},
+        "factor": factor,
+        "base": base,
+        "agentwatch": big,
+        "totals": {"agentwatch": totals, "generator": gen},
+        "checks": {"scale_agentwatch_equals_generator": same_totals(totals, gen)},
+        "ratios": {
+            "scale_wall_ratio": big["wall_s"] / base["wall_s"],
+            "scale_rss_ratio": big["max_rss_mib"] / base["max_rss_mib"],
+        },
+    }
+
+
 def summarize(runs: list[Run]) -> dict[str, Any]:
     return {
         "wall_s": statistics.median(r.wall_s for r in runs),
@@ -645,6 +700,27 @@ def report(res: dict[str, Any]) -> None:
             )
         for name, ok in b["checks"].items():
             print(f"    {name}: {'yes' if ok else 'NO'}")
+        if "ratios" in b:
+            r = b["ratios"]
+            print(f"    cpu ratio: {verdict('backfill_cpu_ratio', r['backfill_cpu_ratio'])}")
+    sc = res.get("scale")
+    if sc:
+        a, base = sc["agentwatch"], sc["base"]
+        r = sc["ratios"]
+        print(
+            f"\n(a') scale: {sc['corpus']['bytes'] / (1 << 30):.2f} GiB, "
+            f"{sc['corpus']['files']} files: {a['wall_s']:.2f} s wall, {a['cpu_s']:.2f} s cpu, "
+            f"{a['max_rss_mib']:.1f} MiB peak RSS"
+        )
+        print(
+            f"    against {base['wall_s']:.2f} s and {base['max_rss_mib']:.1f} MiB at "
+            f"{res['corpus']['bytes'] / (1 << 30):.2f} GiB: time x{r['scale_wall_ratio']:.2f} "
+            f"for x{sc['factor']:.1f} the bytes, "
+            f"{verdict('scale_wall_ratio', r['scale_wall_ratio'])}; memory "
+            f"x{r['scale_rss_ratio']:.2f}, {verdict('scale_rss_ratio', r['scale_rss_ratio'])}"
+        )
+        for name, ok in sc["checks"].items():
+            print(f"    {name}: {'yes' if ok else 'NO'}")
     lv = res.get("live", {}).get("live")
     if lv:
         print(
@@ -690,6 +766,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--skip-live", action="store_true", help="no live and no idle phase")
     ap.add_argument("--repeat", type=int, default=1, help="backfill runs of each (median)")
+    ap.add_argument(
+        "--scale",
+        default="5G",
+        help="also backfill a corpus this large (files scaled alike) and compare its time "
+        "and memory with the base size's; 0 skips it",
+    )
+    ap.add_argument(
+        "--scale-repeat", type=int, default=0, help="pairs of scale runs (default: --repeat)"
+    )
     ap.add_argument("--live-lines", type=int, default=100)
     ap.add_argument("--live-gap", type=float, default=0.05, help="seconds between appends")
     ap.add_argument(
@@ -759,6 +844,9 @@ def main(argv: list[str] | None = None) -> int:
             ok = all(res["backfill"]["checks"].values())
             spool = Path(res["backfill"]["spool_dir"])
             state = Path(res["backfill"]["state_dir"])
+            if args.scale not in ("", "0"):
+                res["scale"] = scale(args, root, work, aw)
+                ok = ok and all(res["scale"]["checks"].values())
         elif not args.skip_live:
             (work / "home").mkdir(exist_ok=True)
             spool, state = work / "spool-0", work / "state-0"
@@ -785,6 +873,9 @@ def main(argv: list[str] | None = None) -> int:
         "live_p99_seconds": res.get("live", {}).get("live", {}).get("p99_s"),
         "live_cpu_ms_per_line": res.get("live", {}).get("live", {}).get("sentinel_cpu_ms_per_line"),
         "idle_cpu_percent": res.get("live", {}).get("idle", {}).get("sentinel_cpu_percent"),
+        "backfill_cpu_ratio": res.get("backfill", {}).get("ratios", {}).get("backfill_cpu_ratio"),
+        "scale_wall_ratio": res.get("scale", {}).get("ratios", {}).get("scale_wall_ratio"),
+        "scale_rss_ratio": res.get("scale", {}).get("ratios", {}).get("scale_rss_ratio"),
     }
     res["summary"] = {k: {"value": v, "verdict": verdict(k, v)} for k, v in measured.items()}
     res["correct"] = ok

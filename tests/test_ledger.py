@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -267,6 +268,49 @@ def test_parallel_backfill_equals_serial(tmp_path: Path, root: Path, monkeypatch
     assert totals(serial)["output"] == 3 * sum(9 + index for index in range(50))
     serial.store.close()
     parallel.store.close()
+
+
+def test_workers_forked_before_the_scan_read_the_backfill(
+    tmp_path: Path, root: Path, monkeypatch
+) -> None:
+    """Workers started ahead of the scan (a cold backfill) do the parallel read, and are
+    stopped after it; started for a backfill that turns out small, they are stopped unused."""
+    from agentwatch.sentinels.token_ledger import ledger as ledger_module
+
+    for number in range(6):
+        records = [assistant(f"msg_{number}_{i}", output_tokens=i + 1) for i in range(40)]
+        transcript(root, slug=f"-p{number % 2}", session=f"s{number}").write_bytes(encode(*records))
+    monkeypatch.setattr(ledger_module, "PARALLEL_MIN_BYTES", 0)
+    early = Ledger(Store(tmp_path / "early.sqlite"), PRICES, [root / "projects"])
+    early.start_workers(2)
+    pool = early._pool
+    assert pool is not None and len(pool._processes) == 2  # forked already, before the scan
+    early.catch_up(workers=2)
+    assert early._pool is None and not pool._processes  # stopped with the backfill
+    assert totals(early)["output"] == 6 * sum(range(1, 41))
+    monkeypatch.setattr(ledger_module, "PARALLEL_MIN_BYTES", 1 << 40)
+    small = Ledger(Store(tmp_path / "small.sqlite"), PRICES, [root / "projects"])
+    small.start_workers(2)
+    unused = small._pool
+    small.catch_up(workers=2)  # read in this process
+    assert small._pool is None and unused is not None and not unused._processes
+    assert totals(small) == totals(early)
+    early.store.close()
+    small.store.close()
+
+
+def test_size_checks_take_a_bounded_share_of_a_backfill(open_ledger) -> None:
+    """With many files, looking at every size takes long: the next look waits 20 times as
+    long as the last took, so it costs at most RESIZE_SHARE of the time."""
+    from agentwatch.sentinels.token_ledger.ledger import RESIZE_EVERY, RESIZE_SHARE
+
+    ledger = open_ledger()
+    ledger._resize_seconds = 0.001
+    assert ledger._next_resize() - time.monotonic() == pytest.approx(RESIZE_EVERY, abs=0.05)
+    ledger._resize_seconds = 0.5
+    assert ledger._next_resize() - time.monotonic() == pytest.approx(0.5 / RESIZE_SHARE, abs=0.05)
+    ledger.refresh_sizes()
+    assert 0 <= ledger._resize_seconds < 0.5  # measured by the look itself
 
 
 def test_second_ledger_on_the_same_state_is_refused(tmp_path: Path) -> None:

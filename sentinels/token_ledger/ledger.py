@@ -50,6 +50,7 @@ STEP_BYTES = 16 * 1024 * 1024  # one chunk of one file
 COMMIT_ENTRIES = 20_000  # commit the open transaction after about this many entries
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # below this a backfill is read in-process
 RESIZE_EVERY = 0.25  # seconds of backfill reading between looks at the tracked files' sizes
+RESIZE_SHARE = 0.05  # ...or longer, so that looking costs at most this share of the backfill
 
 
 # Where the project and model labels sit in each counter's label values.
@@ -175,6 +176,8 @@ class Ledger:
         # spend up to date with them instead of summing the database again).
         self.on_commit: list[Callable[[dict[tuple[int, int], list]], None]] = []
         self.noticed = False  # a metric changed without a commit (a skipped file)
+        self._resize_seconds = 0.0  # how long the last look at every file's size took
+        self._pool: ProcessPoolExecutor | None = None  # workers forked ahead (start_workers)
 
     def _load_fold(self) -> Fold:
         caps = {"project": self.max_projects, "model": self.max_models}
@@ -363,6 +366,7 @@ class Ledger:
         if workers > 1 and self.unread_bytes() >= PARALLEL_MIN_BYTES:
             yield from self._read_parallel(keys, workers)
             return
+        self.stop_workers()  # started for a backfill that turned out small
         # One slice of each file in turn, so a huge file cannot hold up the others; the
         # sizes are looked at again every RESIZE_EVERY, and a file that grew takes its turn
         # first (a line appended while a 10 GB file is read shows within about a second).
@@ -382,10 +386,22 @@ class Ledger:
                     if grown not in queued:
                         queue.appendleft(grown)
                         queued.add(grown)
-                resize_at = time.monotonic() + RESIZE_EVERY
+                resize_at = self._next_resize()
+
+    def _next_resize(self) -> float:
+        """When to look at the sizes again: after RESIZE_EVERY, or later when one look takes
+        more than RESIZE_SHARE of that (tens of thousands of files)."""
+        return time.monotonic() + max(RESIZE_EVERY, self._resize_seconds / RESIZE_SHARE)
 
     def refresh_sizes(self) -> list[str]:
         """Stat every tracked file (no walk: cheap); the ones that grew, newest first."""
+        started = time.monotonic()
+        try:
+            return self._refresh_sizes()
+        finally:
+            self._resize_seconds = time.monotonic() - started
+
+    def _refresh_sizes(self) -> list[str]:
         grown: list[tuple[float, str]] = []
         for key, tracked in self.files.items():
             try:
@@ -398,13 +414,30 @@ class Ledger:
                 grown.append((info.st_mtime, key))
         return [key for _, key in sorted(grown, reverse=True)]
 
-    def _read_parallel(self, keys: list[str], workers: int) -> Generator[int]:
+    def start_workers(self, workers: int) -> None:
+        """Fork the parse workers now, before the scan fills this process with the table of
+        files: forked after it, each worker would carry a copy (per-file state is what grows
+        with a history). They serve the next parallel read, or stop if there is none."""
+        if workers > 1 and self._pool is None:
+            self._pool = self._new_pool(workers)
+            self._pool.submit(read_in_worker, [])  # a fork context forks them all here
+
+    def stop_workers(self) -> None:
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _new_pool(self, workers: int) -> ProcessPoolExecutor:
         context = get_context("fork")  # the caller has no threads yet (see main.run)
         pricing_file, overrides = self.pricing_source
-        with ProcessPoolExecutor(
+        return ProcessPoolExecutor(
             workers, mp_context=context, initializer=init_worker,
             initargs=(pricing_file, overrides, os.getpid()),
-        ) as pool:  # fmt: skip
+        )  # fmt: skip
+
+    def _read_parallel(self, keys: list[str], workers: int) -> Generator[int]:
+        pool, self._pool = self._pool or self._new_pool(workers), None
+        with pool:
             todo = list(keys)
             running: deque = deque()
             resize_at = time.monotonic() + RESIZE_EVERY
@@ -413,7 +446,7 @@ class Ledger:
                 if time.monotonic() >= resize_at:  # a file that grew goes first (see read_all)
                     waiting = set(todo) | in_flight
                     todo[:0] = [key for key in self.refresh_sizes() if key not in waiting]
-                    resize_at = time.monotonic() + RESIZE_EVERY
+                    resize_at = self._next_resize()
                 while todo and len(running) < 2 * workers:
                     jobs = self._next_jobs(todo)
                     in_flight.update(job[0] for job in jobs)

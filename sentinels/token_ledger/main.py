@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from itertools import chain
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from watchdog.events import (
@@ -30,8 +31,6 @@ from watchdog.events import (
     FileSystemEvent,
     FileSystemEventHandler,
 )
-from watchdog.observers import Observer
-from watchdog.observers.api import BaseObserver
 
 from agentwatch.core import claude
 from agentwatch.core.config import Config
@@ -43,6 +42,9 @@ from agentwatch.sentinels.token_ledger.metrics import CounterText, families
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.store import StateInUse, Store
 from agentwatch.sentinels.token_ledger.windows import Windows
+
+if TYPE_CHECKING:  # the observer is imported when the first watch starts: not for --once
+    from watchdog.observers.api import BaseObserver
 
 log = logging.getLogger("agentwatch.token-ledger")
 IDLE_POLL = 30.0
@@ -130,6 +132,8 @@ class _Watch:
         fs.inotify.max_user_instances or max_user_watches reached)."""
         try:
             if self.observer is None:
+                from watchdog.observers import Observer  # 35 ms of every backfill's start
+
                 # Events wake the observer at once; the timeout only paces its idle polling
                 # (the default 1 s would wake two threads every second for nothing).
                 observer = Observer(timeout=IDLE_POLL)
@@ -328,6 +332,14 @@ class TokenLedger:
         of it with --once), then let the loop publish. No thread may exist before the parse
         workers are forked; the watch starts after the backfill."""
         if self.reading is None:
+            if (
+                self.progress is None
+                and not ledger.positions
+                and claude.has_transcripts(ledger.roots)
+            ):
+                # A cold backfill (nothing read yet): the workers are forked before the
+                # scan, so that they do not each hold a copy of its table of files.
+                ledger.start_workers(self.workers)
             ledger.scan()
             if self.progress is None:  # a retry after a full disk goes on with the same one
                 self.progress = _Progress(ledger, self.progress_every)
@@ -403,4 +415,5 @@ class TokenLedger:
         if self.watch is not None:
             self.watch.stop()
         if self.ledger is not None:
+            self.ledger.stop_workers()
             self.ledger.store.close()

@@ -30,6 +30,7 @@ log = logging.getLogger("agentwatch.token-ledger")
 SIDECHAIN = 1  # req key of a lone sidechain copy (deduped by message id alone)
 BY_LOCATION = 2  # req key of an entry without message id (keyed by file, offset, content)
 _PROJECT_CACHE = 10_000  # label values remembered per process (bounded: names are open-ended)
+_HASH_CACHE = 4096  # id hashes remembered: enough for the copies of every response in a chunk
 
 # One usage entry, ready to be decided: (msg, req, project, model, timestamp, input, output,
 # cache_read, cache_creation, cost, priced, has_speed, error_kind, reset_at, total)
@@ -72,6 +73,9 @@ class ChunkReader:
         self.prices = prices
         self._projects: dict[tuple[str | None, str], str] = {}
         self._models: dict[str, str] = {}
+        # Recent ids' key hashes: the copies of a response share them.
+        self._msg_hashes: dict[str, int] = {}
+        self._req_hashes: dict[str, int] = {}
 
     def read(
         self, key: str, slug: str, known: Position | None, budget: int, skim: Skim | None = None
@@ -122,18 +126,22 @@ class ChunkReader:
         chunk.lines, chunk.oversize = result.lines, result.oversize
         chunk.bytes_read = result.end - start
         entries: list[UsageEntry] = []
+        parse, compact, rejects = records.parse, self._compact, chunk.rejects
         for offset, line in result.candidates:
             try:
-                parsed = records.parse(line)
+                parsed = parse(line)
             except records.Rejected as rejected:
-                chunk.rejects[rejected.reason] = chunk.rejects.get(rejected.reason, 0) + 1
+                rejects[rejected.reason] = rejects.get(rejected.reason, 0) + 1
                 continue
             except Exception as err:  # a line must never stop the ledger: count it, go on
                 log.warning("unexpected %s parsing a line of %s; skipped", type(err).__name__, key)
-                chunk.rejects["parse_error"] = chunk.rejects.get("parse_error", 0) + 1
+                rejects["parse_error"] = rejects.get("parse_error", 0) + 1
+                continue
+            if len(parsed) == 1:
+                entries.append(compact(parsed[0], key, slug, offset, 0, line))
                 continue
             for index, entry in enumerate(parsed):
-                entries.append(self._compact(entry, key, slug, offset, index, line))
+                entries.append(compact(entry, key, slug, offset, index, line))
         if entries:
             chunk.first_ts = min(entry[4] for entry in entries)
             chunk.last_ts = max(entry[4] for entry in entries)
@@ -147,13 +155,22 @@ class ChunkReader:
             content = hashlib.blake2b(line, digest_size=8).hexdigest()
             msg, req = key_hash(f"{key}\0{offset}\0{index}\0{content}"), BY_LOCATION
         else:
-            msg = key_hash(entry.msg_id)
+            # The copies of one response follow each other: their keys are hashed once.
+            known = self._msg_hashes.get(entry.msg_id)
+            if known is None:
+                known = _remember(self._msg_hashes, entry.msg_id, key_hash(entry.msg_id))
+            msg = known
             if entry.sidechain:
                 req = SIDECHAIN
             elif entry.req_id is None:  # the reference reader then keys on id + instant
                 req = key_hash(f"t\0{round(entry.timestamp * 1000)}") | 3
             else:
-                req = key_hash("r\0" + entry.req_id) | 3  # low bits set: never a reserved key
+                known = self._req_hashes.get(entry.req_id)
+                if known is None:  # low bits set: never a reserved key
+                    known = _remember(
+                        self._req_hashes, entry.req_id, key_hash("r\0" + entry.req_id) | 3
+                    )
+                req = known
         # Label values come from text anyone can write (cwd, folder names, model): made safe
         # here, where they are produced, so the database and every exposition hold safe text.
         project = self._projects.get((entry.cwd, slug))
@@ -188,6 +205,13 @@ class ChunkReader:
             entry.cache_5m, entry.cache_1h, entry.fast, at=entry.timestamp,
         )  # fmt: skip
         return (0.0, False) if cost is None else (cost, True)
+
+
+def _remember(cache: dict[str, int], text: str, value: int) -> int:
+    if len(cache) >= _HASH_CACHE:
+        cache.clear()
+    cache[text] = value
+    return value
 
 
 def _best_copies(entries: list[UsageEntry], copies: dict[str, int]) -> list[UsageEntry]:

@@ -32,7 +32,21 @@ _NULL_KEYS = frozenset(
 _NULL = b'":null'
 
 
+_NULL_KEY_ENDS = tuple(_NULL_KEYS)
+
+
 def _has_forbidden_null(canonical: bytes) -> bool:
+    """True when one of _NULL_KEYS is a key with value null. Real lines hold one or two
+    nulls of other keys: split at each `":null` and look at what precedes it; only a piece
+    ending in one of the keys needs the exact look (a key, or the end of a string)."""
+    pieces = canonical.split(_NULL)
+    for index in range(len(pieces) - 1):
+        if pieces[index].endswith(_NULL_KEY_ENDS):
+            return _has_forbidden_null_exactly(canonical)
+    return False
+
+
+def _has_forbidden_null_exactly(canonical: bytes) -> bool:
     """True when one of _NULL_KEYS is a key with value null (a few finds, no regex)."""
     find, rfind = canonical.find, canonical.rfind
     at = find(_NULL)
@@ -44,10 +58,6 @@ def _has_forbidden_null(canonical: bytes) -> bool:
     return False
 
 
-_TIMESTAMP = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{3}))?"
-    r"(?:Z|([+-])([01][0-9]|2[0-3]):([0-5][0-9]))\Z"
-)
 _VERSION = re.compile(rb"[0-9]+\.[0-9]+\.[0-9]+")
 _ADVISOR = b'"advisor_message"'
 MAX_DEPTH = 128  # the reference reader's JSON parser refuses deeper nesting
@@ -153,31 +163,78 @@ def _day(year: str, month: str, day: str) -> int | None:
     return _days_from_civil(y, m, d)
 
 
-def _timestamp(value: object) -> float:
-    """Epoch seconds of an RFC 3339 time with 0 or 3 fraction digits, as the reference
-    reader accepts them; anything else is rejected."""
-    match = _TIMESTAMP.match(value) if type(value) is str else None
+_MINUTE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2})\Z")
+_SECONDS = re.compile(r":([0-9]{2})(?:\.([0-9]{3}))?(?:Z|([+-])([01][0-9]|2[0-3]):([0-5][0-9]))\Z")
+
+
+@lru_cache(maxsize=16384)
+def _minute(text: str) -> int | None:
+    """Epoch seconds of a valid `YYYY-MM-DDTHH:MM`, else None (cached: lines share minutes)."""
+    match = _MINUTE.match(text)
     if match is None:
-        raise Rejected("bad_timestamp")
-    year, month, day, hour, minute, second, millis, sign, off_h, off_m = match.groups()
+        return None
+    year, month, day, hour, minute = match.groups()
     days = _day(year, month, day)
-    h, mi, sec = int(hour), int(minute), int(second)
-    if days is None or h > 23 or mi > 59 or sec > 59:
-        raise Rejected("bad_timestamp")
-    seconds = days * 86400 + h * 3600 + mi * 60 + sec
+    h, mi = int(hour), int(minute)
+    if days is None or h > 23 or mi > 59:
+        return None
+    return days * 86400 + h * 3600 + mi * 60
+
+
+def _seconds(text: str) -> tuple[int, float] | None:
+    """Whole seconds into the minute (offset applied) and the fraction, of
+    `:SS[.mmm](Z|±HH:MM)`, else None."""
+    if (
+        len(text) == 8 and text[0] == ":" and text[3] == "." and text[7] == "Z"
+        and text.isascii() and text[1:3].isdigit() and text[4:7].isdigit()
+    ):  # fmt: skip
+        whole = int(text[1:3])  # `:SS.mmmZ`, as Claude Code writes it: no expression needed
+        return None if whole > 59 else (whole, int(text[4:7]) / 1000)
+    match = _SECONDS.match(text)
+    if match is None:
+        return None
+    second, millis, sign, off_h, off_m = match.groups()
+    seconds = int(second)
+    if seconds > 59:
+        return None
     if sign:
         offset = int(off_h) * 3600 + int(off_m) * 60
         seconds -= offset if sign == "+" else -offset
-    return seconds + (int(millis) / 1000 if millis else 0.0)
+    return seconds, (int(millis) / 1000 if millis else 0.0)
+
+
+def _timestamp(value: object) -> float:
+    """Epoch seconds of an RFC 3339 time with 0 or 3 fraction digits, as the reference
+    reader accepts them; anything else is rejected. Read as its minute and the rest, each
+    cached: lines share minutes, and a regular expression's groups cost more than the line."""
+    if type(value) is not str:
+        raise Rejected("bad_timestamp")
+    base = _minute(value[:16])
+    rest = _seconds(value[16:]) if base is not None else None
+    if base is None or rest is None:
+        raise Rejected("bad_timestamp")
+    return (base + rest[0]) + rest[1]
 
 
 def _read_usage(entry: Entry, usage: object) -> None:
     if type(usage) is not dict:
         raise Rejected("bad_usage")
-    entry.input = _u64(usage.get("input_tokens"))
-    entry.output = _u64(usage.get("output_tokens"))
-    entry.cache_read = _optional_u64(usage, "cache_read_input_tokens")
-    breakdown = usage.get("cache_creation")
+    get = usage.get
+    # The counts inline (not through _u64): this runs for every line that counts.
+    value = get("input_tokens")
+    if type(value) is not int or not 0 <= value <= MAX_TOKENS:
+        raise Rejected("bad_token_count")
+    entry.input = value
+    value = get("output_tokens")
+    if type(value) is not int or not 0 <= value <= MAX_TOKENS:
+        raise Rejected("bad_token_count")
+    entry.output = value
+    value = get("cache_read_input_tokens")
+    if value is not None:
+        if type(value) is not int or not 0 <= value <= MAX_TOKENS:
+            raise Rejected("bad_token_count")
+        entry.cache_read = value
+    breakdown = get("cache_creation")
     if breakdown is None:
         entry.cache_5m = _optional_u64(usage, "cache_creation_input_tokens")
     elif type(breakdown) is dict:  # present: its parts replace cache_creation_input_tokens
@@ -286,22 +343,26 @@ def parse(line: bytes) -> list[Entry]:
             raise Rejected("no_message_usage")
 
     entry = Entry()
+    get = message.get
     entry.msg_id = _optional_text(message, "id")
     entry.req_id = _optional_text(source, "requestId")
-    model = _optional_text(message, "model")
-    entry.model = model if model is not None else "unknown"
+    model = get("model")
+    if model is None:
+        entry.model = "unknown"
+    elif type(model) is not str or not model:
+        raise Rejected("bad_id")
+    else:
+        entry.model = model
     _optional_text(obj, "sessionId")
     if not progress:  # the reference reader does not check a progress line's outer version
         version = obj.get("version")
-        if version is not None and (
-            type(version) is not str or not _VERSION.match(version.encode())
-        ):
+        if version is not None and (type(version) is not str or not _good_version(version)):
             raise Rejected("bad_version")
     entry.timestamp = _timestamp(source.get("timestamp"))
     sidechain = source.get("isSidechain")
     if sidechain is not None and type(sidechain) is not bool:
         raise Rejected("bad_sidechain")
-    entry.sidechain = bool(sidechain)
+    entry.sidechain = sidechain is True
     cost = source.get("costUSD")
     if cost is not None:
         if type(cost) not in (int, float):
@@ -309,16 +370,22 @@ def parse(line: bytes) -> list[Entry]:
         entry.cost_usd = float(cost)
     cwd = obj.get("cwd")
     entry.cwd = cwd if type(cwd) is str else None
-    usage = message.get("usage")
+    usage = get("usage")
     _read_usage(entry, usage)
     if obj.get("isApiErrorMessage") is True:
         entry.api_error = True
         entry.error_text = _error_text(message)
 
-    entries = [entry]
-    if not progress and _ADVISOR in line:
-        entries.extend(_advisors(entry, usage))
-    return entries
+    # Advisors live in usage.iterations: without that key the line is not searched for them.
+    if not progress and "iterations" in usage and _ADVISOR in line:
+        return [entry, *_advisors(entry, usage)]
+    return [entry]
+
+
+@lru_cache(maxsize=256)
+def _good_version(version: str) -> bool:
+    """Starts with ASCII digits.digits.digit (cached: a history has a few hundred versions)."""
+    return _VERSION.match(version.encode()) is not None
 
 
 def _advisors(parent: Entry, usage: dict) -> list[Entry]:

@@ -141,16 +141,24 @@ def read_lines(
             line_start = result.end = data_start + newline + 1
             skimming = False
             data = data[newline + 1 :]
-        block = buf + data if buf else data
-        last_nl = block.rfind(b"\n")
+        last_nl = data.rfind(b"\n")
         if last_nl >= 0:
-            result.lines += _count_lines(block, last_nl + 1)
-            _collect(block, last_nl + 1, line_start, result.candidates)
-            line_start += last_nl + 1
-            result.end = line_start
-            buf = block[last_nl + 1 :]
+            # Only the line that spans the two reads is joined: the rest is searched where it
+            # lies (no copy of each megabyte).
+            base = line_start + len(buf)  # file offset of data[0]
+            begin = 0
+            if buf:
+                begin = data.find(b"\n") + 1
+                joined = buf + data[:begin]
+                result.lines += 1
+                if MARKER in joined:
+                    result.candidates.append((line_start, joined[:-1]))
+            result.lines += _count_lines(data, last_nl + 1, begin)
+            _collect(data, last_nl + 1, base, result.candidates, begin)
+            line_start = result.end = base + last_nl + 1
+            buf = data[last_nl + 1 :]
         else:
-            buf = block
+            buf = buf + data if buf else data
         if len(buf) > LONG_LINE:
             skimming, candidate, tail, buf = True, MARKER in buf, buf[-keep:], b""
     if skimming:
@@ -161,25 +169,28 @@ def read_lines(
     return result
 
 
-def _count_lines(block: bytes, stop: int) -> int:
-    """Newlines in block[:stop]: a memchr-driven find loop is several times faster here than
-    bytes.count, because transcript lines are long."""
+def _count_lines(block: bytes, stop: int, begin: int = 0) -> int:
+    """Newlines in block[begin:stop]: a memchr-driven find loop is several times faster here
+    than bytes.count, because transcript lines are long."""
     find = block.find
     lines = 0
-    at = find(b"\n", 0, stop)
+    at = find(b"\n", begin, stop)
     while at >= 0:
         lines += 1
         at = find(b"\n", at + 1, stop)
     return lines
 
 
-def _collect(block: bytes, stop: int, base: int, out: list[tuple[int, bytes]]) -> None:
-    """Append (offset, line) for each line in block[:stop] that contains the marker."""
+def _collect(
+    block: bytes, stop: int, base: int, out: list[tuple[int, bytes]], begin: int = 0
+) -> None:
+    """Append (offset, line) for each line in block[begin:stop] that contains the marker
+    (`begin` is a line start; `base` is the file offset of block[0])."""
     find = block.find
     rfind = block.rfind
-    pos = find(MARKER, 0, stop)
+    pos = find(MARKER, begin, stop)
     while pos >= 0:
-        start = rfind(b"\n", 0, pos) + 1
+        start = rfind(b"\n", begin, pos) + 1 or begin
         end = find(b"\n", pos)
         out.append((base + start, block[start:end]))
         pos = find(MARKER, end, stop)
