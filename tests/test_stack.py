@@ -66,7 +66,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 "budget_usd": DAILY_BUDGET,
                 "budget_period": "day",
                 # the pause step (at 2 x escalate_after) comes after the test's ack, if ever
-                "burn": {"escalate_after": 20, "verify_after": 20, "verify_fraction": 0.5},
+                "burn": {"escalate_after": 60, "verify_after": 20, "verify_fraction": 0.5},
             },
             "demo": {"burn_seconds": 90, "stall_after_turns": 3, "seconds_per_turn": 2},
             "sentinels": {
@@ -148,6 +148,84 @@ def _alert(stack: dict[str, Any], name: str, status: str, **labels: str) -> dict
     return None
 
 
+def _decision(stack: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return dict(json.loads((stack["state"] / "demo" / "controller.json").read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
+def _active(stack: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """The alerts of that name Alertmanager holds as active right now."""
+    url = f"http://{stack['config']['stack']['alertmanager_listen']}/api/v2/alerts"
+    alerts = requests.get(url, timeout=5).json()
+    return [a for a in alerts if a["labels"].get("alertname") == name
+            and a["status"]["state"] == "active"]  # fmt: skip
+
+
+def _throttled_for_burn(stack: dict[str, Any]) -> bool:
+    actions = _decision(stack).get("actions") or {}
+    return any(name in BURNS for step in ("shrink", "pause") for name in actions.get(step, []))
+
+
+def test_an_unacknowledged_burn_is_throttled_acknowledged_and_judged(
+    stack: dict[str, Any],
+) -> None:
+    """The burn alert stays unanswered for escalate_after: the controller shrinks for it and
+    says so in chat (AgentwatchBurnThrottled). `agentwatch ack` then silences it: the throttle
+    lifts and the pause step (at twice escalate_after) never comes. verify_after after the
+    throttle began the verifier has its verdict all the same: the throttle's effect on the
+    session's rate, and the ineffective alert exactly when that effect is not below
+    verify_fraction (the demo's burner is an interactive session, which no orchestrator limit
+    slows down)."""
+    _wait(stack, "the controller to throttle the burn", lambda: _throttled_for_burn(stack))
+    throttled_at = time.time()
+    _wait(stack, "the throttle to reach chat",
+          lambda: _alert(stack, "AgentwatchBurnThrottled", "firing"))  # fmt: skip
+    am = f"http://{stack['config']['stack']['alertmanager_listen']}"
+    for name in BURNS:  # the session's burn, and its project's (inhibited by it until now)
+        acked = subprocess.run(
+            [*CLI, "--config", str(stack["config_path"]), "ack", name, "--match",
+             "project=data-pipeline", "--for", "1h", "--comment", "stack test: expected",
+             "--alertmanager", am],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert acked.returncode == 0, acked.stdout + acked.stderr
+    _wait(stack, "the acknowledged burn to lift its throttle",
+          lambda: not _throttled_for_burn(stack))  # fmt: skip
+    query = f"{stack['prometheus']}/api/v1/query"
+    spool = stack["state"].parent / "spool" / "controller.prom"
+
+    def due() -> float:
+        found = samples(spool.read_text())
+        return max((value for (name, _), value in found.items()
+                    if name == "agentwatch_controller_burn_verify_due_timestamp_seconds"),
+                   default=0.0)  # fmt: skip
+
+    verify_at = _wait(stack, "the throttle to be recorded for the verifier", due)
+
+    def judged() -> str | None:
+        fired = _alert(stack, "AgentwatchBurnThrottleIneffective", "firing")
+        if fired is not None:
+            assert fired["labels"]["burn_alertname"] in BURNS
+            assert fired["labels"]["project"] == "data-pipeline"
+            return "ineffective"
+        expr = "instance_session:agentwatch_burn_throttle_effect:ratio"
+        effects = requests.get(query, params={"query": expr}, timeout=10).json()["data"]["result"]
+        # past due, plus the rule's `for` and a few evaluations, the effect stays below half
+        settled = time.time() > verify_at + 90
+        # no effect series at all: the burn ended and its throttle record is gone (worked too)
+        if settled and all(float(e["value"][1]) < 0.5 for e in effects):
+            return "worked"
+        return None
+
+    assert _wait(stack, "the verifier's verdict", judged) in ("ineffective", "worked")
+    escalate_after = stack["config"]["controller"]["burn"]["escalate_after"]
+    assert time.time() > throttled_at + escalate_after + 10, "past the pause step's time"
+    log = (stack["state"] / "logs" / "controller.log").read_text()
+    assert "burn_shrink" in log and "burn_pause" not in log, "the ack prevented the escalation"
+
+
 def test_stall_pages_with_the_documented_labels_then_resolves(stack: dict[str, Any]) -> None:
     firing = _wait(stack, "the stall alert", lambda: _alert(stack, STALL, "firing"))
     labels = firing["labels"]
@@ -163,21 +241,6 @@ def test_stall_pages_with_the_documented_labels_then_resolves(stack: dict[str, A
         lambda: _alert(stack, STALL, "resolved", pane=labels["pane"]),
     )
     assert resolved["received_at"] >= firing["received_at"]
-
-
-def _decision(stack: dict[str, Any]) -> dict[str, Any]:
-    try:
-        return dict(json.loads((stack["state"] / "demo" / "controller.json").read_text()))
-    except (OSError, ValueError):
-        return {}
-
-
-def _active(stack: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    """The alerts of that name Alertmanager holds as active right now."""
-    url = f"http://{stack['config']['stack']['alertmanager_listen']}/api/v2/alerts"
-    alerts = requests.get(url, timeout=5).json()
-    return [a for a in alerts if a["labels"].get("alertname") == name
-            and a["status"]["state"] == "active"]  # fmt: skip
 
 
 def test_a_statusline_at_90_percent_of_the_5_hour_window_defers_opus(
@@ -228,68 +291,6 @@ def test_ledger_spend_past_95_percent_of_the_daily_budget_pauses(stack: dict[str
     assert spent >= 0.95 * DAILY_BUDGET
     assert series[("agentwatch_budget_limit_usd", (("source", "config"),))] == DAILY_BUDGET
     assert _alert(stack, "AgentwatchBudgetCritical", "firing") is not None
-
-
-def _throttled_for_burn(stack: dict[str, Any]) -> bool:
-    actions = _decision(stack).get("actions") or {}
-    return any(name in BURNS for step in ("shrink", "pause") for name in actions.get(step, []))
-
-
-def test_an_unacknowledged_burn_is_throttled_acknowledged_and_judged(
-    stack: dict[str, Any],
-) -> None:
-    """The burn alert stays unanswered for escalate_after: the controller shrinks for it and
-    says so in chat (AgentwatchBurnThrottled). `agentwatch ack` then silences it: the throttle
-    lifts and the pause step (at twice escalate_after) never comes. verify_after after the
-    throttle began the verifier has its verdict all the same: the throttle's effect on the
-    session's rate, and the ineffective alert exactly when that effect is not below
-    verify_fraction (the demo's burner is an interactive session, which no orchestrator limit
-    slows down)."""
-    _wait(stack, "the controller to throttle the burn", lambda: _throttled_for_burn(stack))
-    throttled_at = time.time()
-    am = f"http://{stack['config']['stack']['alertmanager_listen']}"
-    for name in BURNS:  # the session's burn, and its project's (inhibited by it until now)
-        acked = subprocess.run(
-            [*CLI, "--config", str(stack["config_path"]), "ack", name, "--match",
-             "project=data-pipeline", "--for", "1h", "--comment", "stack test: expected",
-             "--alertmanager", am],
-            capture_output=True, text=True, timeout=60, check=False,
-        )  # fmt: skip
-        assert acked.returncode == 0, acked.stdout + acked.stderr
-    _wait(stack, "the acknowledged burn to lift its throttle",
-          lambda: not _throttled_for_burn(stack))  # fmt: skip
-    _wait(stack, "the throttle to reach chat",
-          lambda: _alert(stack, "AgentwatchBurnThrottled", "firing"))  # fmt: skip
-    query = f"{stack['prometheus']}/api/v1/query"
-    spool = stack["state"].parent / "spool" / "controller.prom"
-
-    def due() -> float:
-        found = samples(spool.read_text())
-        return max((value for (name, _), value in found.items()
-                    if name == "agentwatch_controller_burn_verify_due_timestamp_seconds"),
-                   default=0.0)  # fmt: skip
-
-    verify_at = _wait(stack, "the throttle to be recorded for the verifier", due)
-
-    def judged() -> str | None:
-        fired = _alert(stack, "AgentwatchBurnThrottleIneffective", "firing")
-        if fired is not None:
-            assert fired["labels"]["burn_alertname"] in BURNS
-            assert fired["labels"]["project"] == "data-pipeline"
-            return "ineffective"
-        expr = "instance_session:agentwatch_burn_throttle_effect:ratio"
-        effects = requests.get(query, params={"query": expr}, timeout=10).json()["data"]["result"]
-        # past due, plus the rule's `for` and a few evaluations, the effect stays below half
-        settled = time.time() > verify_at + 90
-        if settled and effects and max(float(e["value"][1]) for e in effects) < 0.5:
-            return "worked"
-        return None
-
-    assert _wait(stack, "the verifier's verdict", judged) in ("ineffective", "worked")
-    escalate_after = stack["config"]["controller"]["burn"]["escalate_after"]
-    assert time.time() > throttled_at + escalate_after + 10, "past the pause step's time"
-    log = (stack["state"] / "logs" / "controller.log").read_text()
-    assert "burn_shrink" in log and "burn_pause" not in log, "the ack prevented the escalation"
 
 
 def _burn(stack: dict[str, Any], status: str) -> dict | None:
