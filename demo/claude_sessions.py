@@ -199,6 +199,3 @@ class RealSessions:
                 send(name, PROMPTS[session.prompts % len(PROMPTS)])
                 session.prompts += 1
                 session.last_prompt = now
-
-    def forget(self, name: str) -> None:
-        self.sessions.pop(name, None)

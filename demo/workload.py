@@ -2,9 +2,8 @@
 
 `agentwatch up` runs this when the machine has no transcripts (or with --demo). Each session
 is a `demo_agent` process in its own window of a private tmux server; one burns tokens for a
-while, one stalls on an API error until it is nudged. The number of live sessions follows
-the demo orchestrator's `max_agents` (and drops to zero while it drains), so the controller's
-decisions are visible as windows opening and closing.
+while, one stalls on an API error until it is nudged. New sessions start only while the demo
+orchestrator's `max_agents` allows (none while it drains); a running one is never closed.
 """
 
 from __future__ import annotations
@@ -124,9 +123,6 @@ class Tmux:
         time.sleep(0.3)  # Claude Code takes a pasted burst and its Enter apart
         self.run("send-keys", "-t", f"={SESSION}:{name}", "Enter")
 
-    def close(self, name: str) -> None:
-        self.run("kill-window", "-t", f"={SESSION}:{name}")
-
     def stop(self) -> None:
         """End the server and make sure no simulated session outlives it."""
         listed = self.run("list-panes", "-a", "-F", "#{pane_pid}")
@@ -182,14 +178,18 @@ def reconcile(
     seeds: dict[str, int],
     real: RealSessions | None = None,
 ) -> None:
-    """Open the first `wanted` roles of the roster that are missing; close the rest."""
+    """Open missing roles of the roster while fewer than `wanted` run. A running session is
+    never closed: a drain or a lower limit stops new ones only, as agentwatch promises of any
+    orchestrator (and as Bernstein's drain does), so the demo's loops play out."""
     running = set(tmux.windows())
     report(settings, len(running))
-    roles = roster(settings)[:wanted]
-    keep = [role.project for role in roles]
-    for index, role in enumerate(roles):
+    room = wanted - len(running)
+    for index, role in enumerate(roster(settings)):
         if role.project in running:
             continue
+        if room <= 0:
+            break
+        room -= 1
         if isinstance(role, RealRole):
             assert real is not None
             argv = real.argv(role)
@@ -198,11 +198,6 @@ def reconcile(
             argv = agent_argv(role, settings, seeds[role.project])
         tmux.open(role.project, argv)
         log.info("demo: started session %s", role.project)
-    for name in sorted(running - set(keep), reverse=True):
-        tmux.close(name)
-        if real is not None:
-            real.forget(name)
-        log.info("demo: stopped session %s (the orchestrator allows %d)", name, wanted)
 
 
 def run(settings: Settings) -> int:
