@@ -18,8 +18,8 @@ from agentwatch.cli import common
 from agentwatch.core import config
 from agentwatch.sentinels.token_ledger.pricing import PriceBook, PricingError
 from agentwatch.sentinels.token_ledger.records import SYNTHETIC
+from agentwatch.sentinels.token_ledger.store import DATABASE_FILE
 
-DATABASE = "token-ledger.sqlite"
 _QUERY = """
 SELECT l.model, COUNT(*), SUM(r.c_in), SUM(r.c_out), SUM(r.c_cr), SUM(r.c_cc), SUM(r.c_cost)
 FROM responses r JOIN labelsets l ON l.id = r.labels GROUP BY l.model
@@ -127,7 +127,7 @@ def table(models: list[Model]) -> str:
 
 def run(args: argparse.Namespace, cfg: config.Config) -> int:
     _, state_dir = common.dirs(args, cfg)
-    database = Path(state_dir) / DATABASE
+    database = Path(state_dir) / DATABASE_FILE
     if not database.is_file():
         print(f"no token-ledger database at {database}: the sentinel has not run with this "
               "state folder yet (`agentwatch sentinel token-ledger`)")  # fmt: skip

@@ -17,11 +17,11 @@ from pathlib import Path
 from agentwatch.core import run_budget
 from agentwatch.core.bounded import SPOOL_LIMIT, FileRefused, read_text
 from agentwatch.core.log import FailureGate
-from agentwatch.core.spool import SpoolParseError, parse_text
+from agentwatch.core.spool import SpoolParseError, parse_text, spool_path
 
 log = logging.getLogger("agentwatch.controller")
 
-LEDGER_FILE = "token-ledger.prom"
+LEDGER = "token-ledger"  # the sentinel whose spool file says what was spent
 SPEND_METRIC = "agentwatch_spend_usd"
 PERIODS = ("day", "week", "month", "run")
 ORCHESTRATOR = "orchestrator"  # the period label when only the orchestrator knows the spend
@@ -58,7 +58,7 @@ class SpendReader:
     """Reads the ledger's spool file each cycle; its failures are logged once per episode."""
 
     def __init__(self, spool_dir: Path, state_dir: Path, period: str):
-        self.path = spool_dir / LEDGER_FILE
+        self.path = spool_path(spool_dir, LEDGER)
         self.state_dir = state_dir
         self.period = period
         self.gate = FailureGate(log, f"ledger spend from {self.path}")

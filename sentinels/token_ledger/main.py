@@ -40,7 +40,7 @@ from agentwatch.sentinels.token_ledger.full import StoreFull, is_full
 from agentwatch.sentinels.token_ledger.ledger import Ledger
 from agentwatch.sentinels.token_ledger.metrics import CounterText, families
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
-from agentwatch.sentinels.token_ledger.store import StateInUse, Store
+from agentwatch.sentinels.token_ledger.store import DATABASE_FILE, StateInUse, Store
 from agentwatch.sentinels.token_ledger.windows import Windows
 
 if TYPE_CHECKING:  # the observer is imported when the first watch starts: not for --once
@@ -208,7 +208,7 @@ def build(config: Config, state_dir: Path) -> Ledger:
     settings = config.sentinel("token-ledger")
     source = (settings["pricing_file"], settings["prices"])
     return Ledger(
-        store=Store(state_dir / "token-ledger.sqlite"),
+        store=Store(state_dir / DATABASE_FILE),
         prices=PriceBook.load(*source),
         roots=roots_of(config),
         session_ttl=settings["session_ttl"],

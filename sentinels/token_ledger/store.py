@@ -18,6 +18,8 @@ from pathlib import Path
 
 from agentwatch.sentinels.token_ledger.tailer import Position
 
+DATABASE_FILE = "token-ledger.sqlite"  # under the state dir; `agentwatch prices` reads it too
+
 SCHEMA_VERSION = "1"
 
 _SCHEMA = """
