@@ -2,7 +2,7 @@
 and lists every package below them, so a new sentinel package needs no entry here. Everything
 else about the package is in pyproject.toml."""
 
-from setuptools import find_namespace_packages, find_packages, setup
+from setuptools import Extension, find_namespace_packages, find_packages, setup
 
 FOLDERS = ("core", "exporter", "sentinels", "controller", "cli", "demo", "rules", "systemd")
 FOLDERS += ("grafana",)
@@ -14,4 +14,17 @@ for folder in FOLDERS:
     found = find_namespace_packages(folder) if folder in DATA_FOLDERS else find_packages(folder)
     packages += [f"agentwatch.{folder}.{name}" for name in found if "__pycache__" not in name]
 
-setup(packages=packages, package_dir={f"agentwatch.{folder}": folder for folder in FOLDERS})
+# The token ledger's per-line fast path in C (records.parse falls back to Python without it;
+# tests/test_fastline.py fails when it is missing, so CI always has it).
+FASTLINE = Extension(
+    "agentwatch.sentinels.token_ledger._fastline",
+    ["sentinels/token_ledger/_fastline.c"],
+    extra_compile_args=["-O2"],
+    optional=True,
+)
+
+setup(
+    packages=packages,
+    package_dir={f"agentwatch.{folder}": folder for folder in FOLDERS},
+    ext_modules=[FASTLINE],
+)

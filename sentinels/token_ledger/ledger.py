@@ -49,6 +49,9 @@ TOKEN_TYPES = ("input", "output", "cache_read", "cache_creation")
 STEP_BYTES = 16 * 1024 * 1024  # one chunk of one file
 COMMIT_ENTRIES = 20_000  # commit the open transaction after about this many entries
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # below this a backfill is read in-process
+# Jobs queued per parse worker: enough that the workers go on while this process commits
+# (a commit of a backfill's batch takes a few jobs' time); a job's result is small.
+IN_FLIGHT_PER_WORKER = 8
 RESIZE_EVERY = 0.25  # seconds of backfill reading between looks at the tracked files' sizes
 RESIZE_SHARE = 0.05  # ...or longer, so that looking costs at most this share of the backfill
 
@@ -112,7 +115,8 @@ class _Pending:
     rows: dict[tuple[int, int], ResponseRow] = field(default_factory=dict)
     known: dict[int, list[ResponseRow]] = field(default_factory=dict)  # msg -> rows (db + new)
     counters: dict[CounterKey, float] = field(default_factory=dict)
-    # labelset id -> [input, output, cache_read, cache_creation, cost, unpriced tokens]
+    # labelset id -> [input, output, cache_read, cache_creation, cost, unpriced tokens,
+    # new responses]
     by_labels: dict[int, list[float]] = field(default_factory=dict)
     # session -> [project, first_ts, last_ts]
     activity: dict[str, list] = field(default_factory=dict)
@@ -447,7 +451,7 @@ class Ledger:
                     waiting = set(todo) | in_flight
                     todo[:0] = [key for key in self.refresh_sizes() if key not in waiting]
                     resize_at = self._next_resize()
-                while todo and len(running) < 2 * workers:
+                while todo and len(running) < IN_FLIGHT_PER_WORKER * workers:
                     jobs = self._next_jobs(todo)
                     in_flight.update(job[0] for job in jobs)
                     running.append(pool.submit(read_in_worker, jobs))
@@ -561,7 +565,19 @@ class Ledger:
     def _decide(self, entry: UsageEntry, session: str) -> None:
         pending = self._pending
         msg, req, project, model, ts, t_in, t_out, t_cr, t_cc, cost, priced, speed, kind, reset_at, total = entry  # fmt: skip # noqa: E501
-        rows = pending.known.setdefault(msg, [])
+        rows = pending.known.get(msg)
+        if not rows:  # the first copy of a response anywhere, most of a backfill: counted whole
+            labels = self.store.labelset(project, model, session)
+            d_cost = max(0.0, cost)
+            row = ResponseRow(
+                msg, req, 1 if req == SIDECHAIN else 0, total, int(speed), cost,
+                t_in, t_out, t_cr, t_cc, d_cost, labels,
+            )  # fmt: skip
+            pending.known[msg] = [row]
+            if kind is not None:
+                self._count_error(labels, kind, ts, reset_at)
+            self._add_counted(row, ts, t_in, t_out, t_cr, t_cc, d_cost, priced, 1)
+            return
         same = None
         new = 0
         for row in rows:
@@ -591,7 +607,8 @@ class Ledger:
                 side.c_cost = 0.0
                 pending.rows[(side.msg, side.req)] = side
             else:
-                self._count_new_response(row.labels, kind, ts, reset_at)
+                if kind is not None:
+                    self._count_error(row.labels, kind, ts, reset_at)
                 new = 1
             rows.append(row)
         row.side = 1 if req == SIDECHAIN else 0
@@ -604,9 +621,17 @@ class Ledger:
         row.c_cr += d_cr
         row.c_cc += d_cc
         row.c_cost += d_cost
+        self._add_counted(row, ts, d_in, d_out, d_cr, d_cc, d_cost, priced, new)
+
+    def _add_counted(
+        self, row: ResponseRow, ts: float, d_in: int, d_out: int, d_cr: int, d_cc: int,
+        d_cost: float, priced: bool, new: int,
+    ) -> None:  # fmt: skip
+        """Into the batch: what a response's copy added to the counts (the row has it)."""
+        pending = self._pending
         sums = pending.by_labels.get(row.labels)
         if sums is None:
-            sums = pending.by_labels[row.labels] = [0, 0, 0, 0, 0.0, 0]
+            sums = pending.by_labels[row.labels] = [0, 0, 0, 0, 0.0, 0, 0]
         sums[0] += d_in
         sums[1] += d_out
         sums[2] += d_cr
@@ -614,6 +639,7 @@ class Ledger:
         sums[4] += d_cost
         if not priced:
             sums[5] += d_in + d_out + d_cr + d_cc
+        sums[6] += new
         pending.rows[(row.msg, row.req)] = row
         if new or d_in or d_out or d_cr or d_cc or d_cost:
             # The minute of the line that changed the count: a later, better copy adds its
@@ -634,14 +660,10 @@ class Ledger:
                 bucket[7] += d_cost
                 bucket[8] += new
 
-    def _count_new_response(
-        self, labels: int, kind: str | None, ts: float, reset_at: float | None
-    ) -> None:
-        project, model, _session = self.store.labels_of(labels)
+    def _count_error(self, labels: int, kind: str, ts: float, reset_at: float | None) -> None:
+        """A new response that is an API error (the responses are counted per label set)."""
+        project, _model, _session = self.store.labels_of(labels)
         pending = self._pending
-        pending.add(("agentwatch_api_responses", (project, model)), 1)
-        if kind is None:
-            return
         pending.add(("agentwatch_api_errors", (project, kind)), 1)
         self._raise_gauge(f"api_error_last:{kind}", ts)
         if reset_at is not None:
@@ -669,8 +691,10 @@ class Ledger:
             return
         counters = pending.counters
         session_deltas: dict[str, list] = {}
-        for labels, (d_in, d_out, d_cr, d_cc, d_cost, unpriced) in pending.by_labels.items():
+        for labels, sums in pending.by_labels.items():
+            d_in, d_out, d_cr, d_cc, d_cost, unpriced, responses = sums
             project, model, session = self.store.labels_of(labels)
+            pending.add(("agentwatch_api_responses", (project, model)), responses)
             for kind, value in zip(TOKEN_TYPES, (d_in, d_out, d_cr, d_cc), strict=True):
                 pending.add(("agentwatch_tokens", (project, model, kind)), value)
             pending.add(("agentwatch_cost_usd", (project, model)), d_cost)
@@ -687,14 +711,14 @@ class Ledger:
         if not store.db.in_transaction:
             store.begin()
         try:
+            store.save_labelsets()
             store.save_kept({dim: kept for dim, (_, kept) in planned.items() if kept})
             store.save_responses(pending.rows.values())
             store.add_counters(counters)
             store.add_sessions(session_deltas)
             store.add_buckets(pending.buckets)
             store.set_gauges(pending.gauges)
-            for key, position in pending.positions.items():
-                store.save_position(key, position)
+            store.save_positions(pending.positions)
             store.commit()
             self.commits += 1
         except BaseException:

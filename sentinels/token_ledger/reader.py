@@ -125,8 +125,14 @@ class ChunkReader:
         refresh_head(fd, stat, position)
         chunk.lines, chunk.oversize = result.lines, result.oversize
         chunk.bytes_read = result.end - start
-        entries: list[UsageEntry] = []
-        parse, compact, rejects = records.parse, self._compact, chunk.rejects
+        # Streamed copies of a response sit next to each other in one file, so most
+        # duplicates are settled here, before anything is hashed or priced (largest total,
+        # then cost, then `speed`, then the first: the reference reader's rules), and the
+        # ledger only decides the survivors against what it counted before.
+        best: dict[tuple, tuple[records.Entry, int, int, bytes]] = {}
+        main_msgs: set[str] = set()  # responses with a main copy: their sidechain replays go
+        copies, rejects, parse = chunk.copies, chunk.rejects, records.parse
+        first_ts = last_ts = None
         for offset, line in result.candidates:
             try:
                 parsed = parse(line)
@@ -137,16 +143,39 @@ class ChunkReader:
                 log.warning("unexpected %s parsing a line of %s; skipped", type(err).__name__, key)
                 rejects["parse_error"] = rejects.get("parse_error", 0) + 1
                 continue
-            if len(parsed) == 1:
-                entries.append(compact(parsed[0], key, slug, offset, 0, line))
-                continue
             for index, entry in enumerate(parsed):
+                ts = entry.timestamp
+                if first_ts is None or ts < first_ts:
+                    first_ts = ts
+                if last_ts is None or ts > last_ts:
+                    last_ts = ts
+                copy_key = _copy_key(entry, offset, index, main_msgs)
+                kept = best.get(copy_key)
+                if kept is None:
+                    best[copy_key] = (entry, offset, index, line)
+                    continue
+                copies["copy"] = copies.get("copy", 0) + 1
+                if self._better(entry, kept[0]):
+                    best[copy_key] = (entry, offset, index, line)
+        chunk.first_ts, chunk.last_ts = first_ts, last_ts
+        entries = chunk.entries
+        compact = self._compact
+        for entry, offset, index, line in best.values():
+            if entry.sidechain and entry.msg_id in main_msgs:
+                copies["sidechain_replay"] = copies.get("sidechain_replay", 0) + 1
+            else:
                 entries.append(compact(entry, key, slug, offset, index, line))
-        if entries:
-            chunk.first_ts = min(entry[4] for entry in entries)
-            chunk.last_ts = max(entry[4] for entry in entries)
-        chunk.entries = _best_copies(entries, chunk.copies)
         return chunk
+
+    def _better(self, entry: records.Entry, kept: records.Entry) -> bool:
+        """Whether a copy beats the one kept; priced only when the totals tie (rarely)."""
+        total, kept_total = entry.total, kept.total
+        if total != kept_total:
+            return total > kept_total
+        cost, kept_cost = self._cost(entry)[0], self._cost(kept)[0]
+        if cost != kept_cost:
+            return cost > kept_cost
+        return entry.has_speed and not kept.has_speed
 
     def _compact(
         self, entry: records.Entry, key: str, slug: str, offset: int, index: int, line: bytes
@@ -214,33 +243,18 @@ def _remember(cache: dict[str, int], text: str, value: int) -> int:
     return value
 
 
-def _best_copies(entries: list[UsageEntry], copies: dict[str, int]) -> list[UsageEntry]:
-    """Reduce a chunk to one entry per response, by the reference reader's rules.
-
-    Streamed copies of a response sit next to each other in one file, so most duplicates
-    are settled here, exactly (largest total, then cost, then `speed`, then the first), and
-    the ledger only decides the survivors against what it counted before.
-    """
-    best: dict[tuple[int, int], UsageEntry] = {}
-    main_msgs = set()
-    for entry in entries:
-        key = (entry[0], entry[1])
-        if entry[1] != SIDECHAIN:
-            main_msgs.add(entry[0])
-        kept = best.get(key)
-        if kept is None:
-            best[key] = entry
-            continue
-        copies["copy"] = copies.get("copy", 0) + 1
-        if (entry[14], entry[9], entry[11]) > (kept[14], kept[9], kept[11]):
-            best[key] = entry
-    survivors = []
-    for (msg, req), entry in best.items():
-        if req == SIDECHAIN and msg in main_msgs:
-            copies["sidechain_replay"] = copies.get("sidechain_replay", 0) + 1
-        else:
-            survivors.append(entry)
-    return survivors
+def _copy_key(entry: records.Entry, offset: int, index: int, main_msgs: set[str]) -> tuple:
+    """What the copies of one response share, as the ledger keys them (reader.SIDECHAIN,
+    BY_LOCATION and the request keys of _compact), before hashing."""
+    msg_id = entry.msg_id
+    if msg_id is None:
+        return (offset, index)  # keyed by its place: never a copy of another line
+    if entry.sidechain:
+        return (msg_id, None)
+    main_msgs.add(msg_id)
+    if entry.req_id is None:
+        return (msg_id, round(entry.timestamp * 1000))
+    return (msg_id, entry.req_id)
 
 
 # ---- worker-process side of a parallel backfill

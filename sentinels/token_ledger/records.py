@@ -13,6 +13,11 @@ from typing import Any
 
 import orjson
 
+try:  # built from _fastline.c with the package; without a compiler, the rules in Python
+    from agentwatch.sentinels.token_ledger._fastline import scan as _scan
+except ImportError:  # pragma: no cover - tests/test_fastline.py requires it
+    _scan = None  # type: ignore[assignment]
+
 # The largest token count one field may hold. The reference reader takes any u64 (and
 # saturates its sums), but a counter is a float64, exact only up to 2**53, and SQLite's
 # integers stop at 2**63 - 1: a line past this bound is rejected as `bad_token_count` instead
@@ -305,8 +310,24 @@ def _usable_message(message: object) -> bool:
 def parse(line: bytes) -> list[Entry]:
     """The usage entries of one candidate line (the response, then any advisors).
 
-    Raises Rejected with a reason when the reference reader would drop the line.
+    Raises Rejected with a reason when the reference reader would drop the line. An ordinary
+    response line is read by the C fast path; whatever it declines, by the rules below.
     """
+    if _scan is not None:
+        fields = _scan(line)
+        if fields is not None:
+            entry = Entry()
+            (
+                entry.msg_id, entry.req_id, entry.model, entry.timestamp, entry.sidechain,
+                entry.cost_usd, entry.cwd, entry.input, entry.output, entry.cache_read,
+                entry.cache_5m, entry.cache_1h, entry.has_speed, entry.fast,
+            ) = fields  # fmt: skip
+            return [entry]
+    return parse_by_rules(line)
+
+
+def parse_by_rules(line: bytes) -> list[Entry]:
+    """parse() for every line, in Python: the reference rules the fast path must agree with."""
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as err:

@@ -67,7 +67,7 @@ CREATE TABLE IF NOT EXISTS buckets (
 """
 
 
-@dataclass
+@dataclass(slots=True)
 class ResponseRow:
     msg: int
     req: int
@@ -108,6 +108,31 @@ CounterKey = tuple[str, tuple[str, ...]]  # (metric name, label values in declar
 
 class StateInUse(RuntimeError):
     """Another ledger process owns this state folder."""
+
+
+class MessageFilter:
+    """The message hashes a database created in this process may hold (a Bloom filter of
+    fixed size): a message it has not seen is not stored, so the backfill of a new history
+    skips the look-up per chunk that was its main process's largest cost. A false positive
+    only costs that look-up; 2 MiB keep them rare up to about a million responses."""
+
+    BITS = 1 << 24
+
+    def __init__(self) -> None:
+        self._bits = bytearray(self.BITS >> 3)
+
+    def add_all(self, msgs: Iterable[int]) -> None:
+        bits, mask = self._bits, self.BITS - 1
+        for msg in msgs:
+            for probe in (msg & mask, (msg >> 24) & mask):
+                bits[probe >> 3] |= 1 << (probe & 7)
+
+    def may_hold(self, msg: int) -> bool:
+        mask = self.BITS - 1
+        return all(
+            self._bits[probe >> 3] & (1 << (probe & 7))
+            for probe in (msg & mask, (msg >> 24) & mask)
+        )
 
 
 class Store:
@@ -154,6 +179,9 @@ class Store:
             self.db.execute("ALTER TABLE files ADD COLUMN tail BLOB")
         self._labelsets: dict[tuple[str, str, str], int] = {}
         self._labelsets_by_id: dict[int, tuple[str, str, str]] = {}
+        self._new_labelsets: list[tuple[int, str, str, str]] = []
+        empty = self.db.execute("SELECT 1 FROM responses LIMIT 1").fetchone() is None
+        self._stored_msgs = MessageFilter() if empty else None
         self.rollback()
 
     def close(self) -> None:
@@ -213,6 +241,8 @@ class Store:
         """Every stored row sharing one of these message hashes (one query per 30k ids)."""
         found: dict[int, list[ResponseRow]] = {}
         unique = list(set(msgs))
+        if self._stored_msgs is not None:  # a history read from scratch: ask only for these
+            unique = [msg for msg in unique if self._stored_msgs.may_hold(msg)]
         for start in range(0, len(unique), 30000):
             part = unique[start : start + 30000]
             marks = ",".join("?" * len(part))
@@ -244,14 +274,18 @@ class Store:
     def labelset(self, project: str, model: str, session: str) -> int:
         key = (project, model, session)
         found = self._labelsets.get(key)
-        if found is None:
-            cursor = self.db.execute(
-                "INSERT INTO labelsets (project, model, session) VALUES (?, ?, ?)", key
-            )
-            found = int(cursor.lastrowid or 0)
+        if found is None:  # numbered here, written with the batch (save_labelsets)
+            found = self._next_labelset
+            self._next_labelset += 1
             self._labelsets[key] = found
             self._labelsets_by_id[found] = key
+            self._new_labelsets.append((found, *key))
         return found
+
+    def save_labelsets(self) -> None:
+        """Within the open transaction: the label sets numbered since the last commit."""
+        self.db.executemany("INSERT INTO labelsets VALUES (?, ?, ?, ?)", self._new_labelsets)
+        self._new_labelsets.clear()
 
     def labels_of(self, labelset: int) -> tuple[str, str, str]:
         return self._labelsets_by_id[labelset]
@@ -278,20 +312,27 @@ class Store:
             (p, m, s): i for i, p, m, s in self.db.execute("SELECT * FROM labelsets")
         }
         self._labelsets_by_id = {i: key for key, i in self._labelsets.items()}
+        self._next_labelset = max(self._labelsets_by_id, default=0) + 1
+        self._new_labelsets = []
 
-    def save_position(self, path: str, pos: Position) -> None:
-        self.db.execute(
+    def save_positions(self, positions: dict[str, Position]) -> None:
+        self.db.executemany(
             "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (_stored_path(path), pos.dev, pos.ino, pos.offset, pos.head_len, pos.head, pos.tail),
+            (
+                (_stored_path(path), p.dev, p.ino, p.offset, p.head_len, p.head, p.tail)
+                for path, p in positions.items()
+            ),
         )
 
     def save_responses(self, rows: Iterable[ResponseRow]) -> None:
         """In key order: the keys are hashes, so a batch in arrival order would touch the
         table's pages at random (a 5 GiB backfill spent most of its commits there)."""
+        batch = sorted(row.as_tuple() for row in rows)
         self.db.executemany(
-            "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            sorted(row.as_tuple() for row in rows),
+            "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", batch
         )
+        if self._stored_msgs is not None:  # before the commit: a rollback only adds a query
+            self._stored_msgs.add_all(row[0] for row in batch)
 
     def add_counters(self, deltas: dict[CounterKey, float]) -> None:
         self.db.executemany(

@@ -153,8 +153,7 @@ def read_lines(
                 result.lines += 1
                 if MARKER in joined:
                     result.candidates.append((line_start, joined[:-1]))
-            result.lines += _count_lines(data, last_nl + 1, begin)
-            _collect(data, last_nl + 1, base, result.candidates, begin)
+            result.lines += collect(data, begin, last_nl + 1, base, result.candidates)
             line_start = result.end = base + last_nl + 1
             buf = data[last_nl + 1 :]
         else:
@@ -169,28 +168,28 @@ def read_lines(
     return result
 
 
-def _count_lines(block: bytes, stop: int, begin: int = 0) -> int:
-    """Newlines in block[begin:stop]: a memchr-driven find loop is several times faster here
-    than bytes.count, because transcript lines are long."""
-    find = block.find
+def collect_in_python(
+    block: bytes, begin: int, stop: int, base: int, out: list[tuple[int, bytes]]
+) -> int:
+    """The newlines in block[begin:stop]; appends (base + start, line) to `out` for each line
+    there that holds the marker (`begin` is a line start, block[stop - 1] a newline).
+    `_fastline.collect` is the same in C; this is what runs without it, and its reference."""
+    find, rfind = block.find, block.rfind
     lines = 0
     at = find(b"\n", begin, stop)
-    while at >= 0:
+    while at >= 0:  # a memchr-driven loop: faster than bytes.count on long lines
         lines += 1
         at = find(b"\n", at + 1, stop)
-    return lines
-
-
-def _collect(
-    block: bytes, stop: int, base: int, out: list[tuple[int, bytes]], begin: int = 0
-) -> None:
-    """Append (offset, line) for each line in block[begin:stop] that contains the marker
-    (`begin` is a line start; `base` is the file offset of block[0])."""
-    find = block.find
-    rfind = block.rfind
     pos = find(MARKER, begin, stop)
     while pos >= 0:
         start = rfind(b"\n", begin, pos) + 1 or begin
         end = find(b"\n", pos)
         out.append((base + start, block[start:end]))
         pos = find(MARKER, end, stop)
+    return lines
+
+
+try:  # built with the package: the same with a SIMD search for the marker
+    from agentwatch.sentinels.token_ledger._fastline import collect
+except ImportError:  # pragma: no cover - tests/test_fastline.py requires it
+    collect = collect_in_python

@@ -1,0 +1,662 @@
+/* The ledger's per-line fast path: one pass over an ordinary transcript line.
+ *
+ * scan(line) validates the whole line as strict JSON and reads the fields the ledger needs
+ * (records.py's rules) in the same pass, without building Python objects for the rest. It
+ * answers only for the plain case, a line Claude Code writes for every response: whenever
+ * anything is unusual (a repeated key, an escaped key, a null where the rules care, a
+ * progress wrapper, an advisor, an API error, an odd timestamp, a number it does not read
+ * exactly, deep nesting) it returns None and the caller takes records.parse, the reference
+ * rules in Python, which then decides. So this file never rejects and never accepts a line
+ * the Python rules would not: tests/test_fastline.py checks that on every corpus.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_DEPTH 64        /* deeper lines go the slow way (the rules refuse 128) */
+#define MAX_KEYS 1024       /* keys remembered at once, for the repeated-key check */
+#define MAX_TOKENS (1ULL << 53)
+
+enum ctx { CTX_OTHER, CTX_TOP, CTX_MESSAGE, CTX_USAGE, CTX_CACHE };
+
+typedef struct { const char *p; Py_ssize_t n; } span;
+
+typedef struct {
+    const unsigned char *s, *end;
+    span keys[MAX_KEYS];
+    int nkeys;
+    int depth;
+    /* what was found */
+    int has_message, message_is_usable, has_usage;
+    span msg_id, req_id, model, cwd, timestamp, version, session;
+    int has_msg_id, has_req_id, has_model, has_cwd, has_timestamp, has_version, has_session;
+    int sidechain, has_sidechain;
+    double cost; int has_cost;
+    uint64_t input, output, cache_read, cache_creation, cache_5m, cache_1h;
+    int has_input, has_output, has_cache_read, has_cache_creation, has_breakdown;
+    int has_5m, has_1h;
+    int speed; /* 0 none, 1 standard, 2 fast */
+    int has_iterations;
+} scanner;
+
+/* Each scan function returns 0 on success, -1 to give up (the slow path decides). */
+
+static inline void skip_ws(scanner *sc) {
+    while (sc->s < sc->end && (*sc->s == ' ' || *sc->s == '\t' || *sc->s == '\n' || *sc->s == '\r'))
+        sc->s++;
+}
+
+static int hexval(unsigned char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* A string at sc->s (the opening quote): validated (UTF-8, escapes, no control bytes).
+ * `raw` gets its contents, `escaped` whether it held a backslash. */
+static int scan_string(scanner *sc, span *raw, int *escaped) {
+    const unsigned char *s = sc->s + 1, *end = sc->end;
+    *escaped = 0;
+    const unsigned char *start = s;
+    while (s < end) {
+        /* eight plain ASCII bytes at a time: none a quote, a backslash, a control or >= 0x80 */
+        while (end - s >= 8) {
+            uint64_t v;
+            memcpy(&v, s, 8);
+            const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+            uint64_t quote = v ^ (ones * '"'), slash = v ^ (ones * '\\');
+            /* the classic "has a byte below n" test, for 0x20 and for the xor-ed quotes */
+            uint64_t special = (((v - ones * 0x20) & ~v) | ((quote - ones) & ~quote) |
+                                ((slash - ones) & ~slash) | v) & high;
+            if (special) break;
+            s += 8;
+        }
+        if (s >= end) break;
+        unsigned char c = *s;
+        if (c == '"') {
+            raw->p = (const char *)start;
+            raw->n = s - start;
+            sc->s = s + 1;
+            return 0;
+        }
+        if (c < 0x20) return -1;
+        if (c == '\\') {
+            *escaped = 1;
+            if (s + 1 >= end) return -1;
+            unsigned char e = s[1];
+            if (e == 'u') {
+                if (s + 6 > end) return -1;
+                int v = 0;
+                for (int i = 2; i < 6; i++) {
+                    int h = hexval(s[i]);
+                    if (h < 0) return -1;
+                    v = v * 16 + h;
+                }
+                if (v >= 0xD800 && v <= 0xDFFF) return -1; /* surrogates: slow path */
+                s += 6;
+            } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' ||
+                       e == 'r' || e == 't') {
+                s += 2;
+            } else {
+                return -1;
+            }
+            continue;
+        }
+        if (c < 0x80) { s++; continue; }
+        /* strict UTF-8: no overlongs, no surrogates, at most U+10FFFF */
+        if (c >= 0xC2 && c <= 0xDF) {
+            if (s + 1 >= end || (s[1] & 0xC0) != 0x80) return -1;
+            s += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (s + 2 >= end || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80) return -1;
+            if (c == 0xE0 && s[1] < 0xA0) return -1;
+            if (c == 0xED && s[1] > 0x9F) return -1;
+            s += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (s + 3 >= end || (s[1] & 0xC0) != 0x80 || (s[2] & 0xC0) != 0x80 ||
+                (s[3] & 0xC0) != 0x80)
+                return -1;
+            if (c == 0xF0 && s[1] < 0x90) return -1;
+            if (c == 0xF4 && s[1] > 0x8F) return -1;
+            s += 4;
+        } else {
+            return -1;
+        }
+    }
+    return -1;
+}
+
+/* A number: JSON's grammar, read only when short enough to be read exactly. `is_int` says
+ * it had no fraction or exponent; `uval` holds a non-negative integer's value. */
+static int scan_number(scanner *sc, int *is_int, uint64_t *uval, int *negative, span *text) {
+    const unsigned char *s = sc->s, *end = sc->end, *start = s;
+    *negative = 0;
+    *is_int = 1;
+    *uval = 0;
+    if (s < end && *s == '-') { *negative = 1; s++; }
+    if (s >= end) return -1;
+    int digits = 0;
+    if (*s == '0') {
+        s++;
+        digits = 1;
+    } else if (*s >= '1' && *s <= '9') {
+        while (s < end && *s >= '0' && *s <= '9') {
+            *uval = *uval * 10 + (uint64_t)(*s - '0');
+            s++;
+            if (++digits > 18) return -1;
+        }
+    } else {
+        return -1;
+    }
+    if (s < end && *s == '.') {
+        *is_int = 0;
+        s++;
+        int frac = 0;
+        while (s < end && *s >= '0' && *s <= '9') { s++; frac++; }
+        if (frac == 0 || frac > 30) return -1;
+    }
+    if (s < end && (*s == 'e' || *s == 'E')) {
+        *is_int = 0;
+        s++;
+        if (s < end && (*s == '+' || *s == '-')) s++;
+        int exp = 0;
+        while (s < end && *s >= '0' && *s <= '9') { s++; exp++; }
+        if (exp == 0 || exp > 2) return -1;
+    }
+    text->p = (const char *)start;
+    text->n = s - start;
+    sc->s = s;
+    return 0;
+}
+
+static int scan_value(scanner *sc, enum ctx ctx, span key);
+
+static inline int key_is(span k, const char *name, Py_ssize_t n) {
+    return k.n == n && memcmp(k.p, name, (size_t)n) == 0;
+}
+#define KEY(k, lit) key_is((k), lit, (Py_ssize_t)(sizeof(lit) - 1))
+
+/* Keys whose null anywhere drops the line (records._NULL_KEYS): the slow path says so. */
+static int null_matters(span k) {
+    return KEY(k, "id") || KEY(k, "cwd") || KEY(k, "model") || KEY(k, "speed") ||
+           KEY(k, "costUSD") || KEY(k, "version") || KEY(k, "sessionId") ||
+           KEY(k, "requestId") || KEY(k, "isApiErrorMessage") ||
+           KEY(k, "cache_creation_input_tokens") || KEY(k, "cache_read_input_tokens");
+}
+
+static enum ctx child_ctx(enum ctx ctx, span key) {
+    if (ctx == CTX_TOP && KEY(key, "message")) return CTX_MESSAGE;
+    if (ctx == CTX_MESSAGE && KEY(key, "usage")) return CTX_USAGE;
+    if (ctx == CTX_USAGE && KEY(key, "cache_creation")) return CTX_CACHE;
+    return CTX_OTHER;
+}
+
+static int scan_object(scanner *sc, enum ctx ctx) {
+    if (++sc->depth > MAX_DEPTH) return -1;
+    sc->s++; /* '{' */
+    int first_key = sc->nkeys;
+    skip_ws(sc);
+    if (sc->s < sc->end && *sc->s == '}') {
+        sc->s++;
+        sc->depth--;
+        return 0;
+    }
+    for (;;) {
+        skip_ws(sc);
+        if (sc->s >= sc->end || *sc->s != '"') return -1;
+        span key;
+        int escaped;
+        if (scan_string(sc, &key, &escaped) < 0 || escaped) return -1;
+        for (int i = first_key; i < sc->nkeys; i++) { /* a repeated key: slow path */
+            if (sc->keys[i].n == key.n && memcmp(sc->keys[i].p, key.p, (size_t)key.n) == 0)
+                return -1;
+        }
+        if (sc->nkeys >= MAX_KEYS) return -1;
+        sc->keys[sc->nkeys++] = key;
+        skip_ws(sc);
+        if (sc->s >= sc->end || *sc->s != ':') return -1;
+        sc->s++;
+        skip_ws(sc);
+        if (scan_value(sc, ctx, key) < 0) return -1;
+        skip_ws(sc);
+        if (sc->s >= sc->end) return -1;
+        if (*sc->s == ',') { sc->s++; continue; }
+        if (*sc->s == '}') { sc->s++; break; }
+        return -1;
+    }
+    sc->nkeys = first_key; /* siblings may reuse the names */
+    sc->depth--;
+    return 0;
+}
+
+static int scan_array(scanner *sc) {
+    if (++sc->depth > MAX_DEPTH) return -1;
+    sc->s++; /* '[' */
+    skip_ws(sc);
+    if (sc->s < sc->end && *sc->s == ']') {
+        sc->s++;
+        sc->depth--;
+        return 0;
+    }
+    span none = {NULL, 0};
+    for (;;) {
+        skip_ws(sc);
+        if (scan_value(sc, CTX_OTHER, none) < 0) return -1;
+        skip_ws(sc);
+        if (sc->s >= sc->end) return -1;
+        if (*sc->s == ',') { sc->s++; continue; }
+        if (*sc->s == ']') { sc->s++; break; }
+        return -1;
+    }
+    sc->depth--;
+    return 0;
+}
+
+static int literal(scanner *sc, const char *word, Py_ssize_t n) {
+    if (sc->end - sc->s < n || memcmp(sc->s, word, (size_t)n) != 0) return -1;
+    sc->s += n;
+    return 0;
+}
+
+/* A token count of usage: an integer from 0 to 2**53. */
+static int count_value(scanner *sc, uint64_t *out) {
+    int is_int, negative;
+    uint64_t value;
+    span text;
+    if (scan_number(sc, &is_int, &value, &negative, &text) < 0) return -1;
+    if (!is_int || (negative && value != 0) || value > MAX_TOKENS) return -1;
+    *out = value;
+    return 0;
+}
+
+/* The value of `key` in an object of context `ctx` (key.p is NULL inside arrays). */
+static int scan_value(scanner *sc, enum ctx ctx, span key) {
+    if (sc->s >= sc->end) return -1;
+    unsigned char c = *sc->s;
+    int keyed = key.p != NULL;
+    if (c == '{') {
+        enum ctx child = keyed ? child_ctx(ctx, key) : CTX_OTHER;
+        if (child == CTX_MESSAGE) sc->has_message = sc->message_is_usable = 1;
+        if (child == CTX_USAGE) sc->has_usage = 1;
+        if (child == CTX_CACHE) sc->has_breakdown = 1;
+        if (ctx == CTX_TOP && keyed && (KEY(key, "timestamp") || KEY(key, "requestId") ||
+                                        KEY(key, "sessionId") || KEY(key, "version") ||
+                                        KEY(key, "isSidechain") || KEY(key, "costUSD")))
+            return -1;
+        if (ctx == CTX_MESSAGE && keyed && (KEY(key, "id") || KEY(key, "model"))) return -1;
+        if (ctx == CTX_USAGE && keyed && !KEY(key, "cache_creation") &&
+            !KEY(key, "iterations") && !KEY(key, "server_tool_use") &&
+            (KEY(key, "input_tokens") || KEY(key, "output_tokens") ||
+             KEY(key, "cache_read_input_tokens") || KEY(key, "cache_creation_input_tokens") ||
+             KEY(key, "speed")))
+            return -1;
+        if (ctx == CTX_CACHE && keyed) return -1; /* a part that is not a count */
+        if (ctx == CTX_USAGE && keyed && KEY(key, "iterations")) sc->has_iterations = 1;
+        return scan_object(sc, child);
+    }
+    if (c == '[') {
+        if (keyed && ctx == CTX_TOP && KEY(key, "message")) return -1;
+        if (keyed && ctx == CTX_MESSAGE && (KEY(key, "usage") || KEY(key, "id") || KEY(key, "model")))
+            return -1;
+        if (keyed && ctx == CTX_TOP && (KEY(key, "timestamp") || KEY(key, "requestId") ||
+                                        KEY(key, "sessionId") || KEY(key, "version") ||
+                                        KEY(key, "isSidechain") || KEY(key, "costUSD")))
+            return -1;
+        if (keyed && ctx == CTX_USAGE) {
+            if (KEY(key, "iterations")) sc->has_iterations = 1;
+            else if (KEY(key, "input_tokens") || KEY(key, "output_tokens") ||
+                     KEY(key, "cache_read_input_tokens") ||
+                     KEY(key, "cache_creation_input_tokens") || KEY(key, "speed") ||
+                     KEY(key, "cache_creation"))
+                return -1;
+        }
+        if (keyed && ctx == CTX_CACHE) return -1;
+        return scan_array(sc);
+    }
+    if (c == '"') {
+        span raw;
+        int escaped;
+        if (scan_string(sc, &raw, &escaped) < 0) return -1;
+        if (!keyed || ctx == CTX_OTHER) return 0;
+        if (ctx == CTX_TOP) {
+            if (KEY(key, "message")) return -1;
+            if (KEY(key, "timestamp")) { if (escaped) return -1; sc->timestamp = raw; sc->has_timestamp = 1; }
+            else if (KEY(key, "requestId")) { if (escaped) return -1; sc->req_id = raw; sc->has_req_id = 1; }
+            else if (KEY(key, "sessionId")) { if (escaped) return -1; sc->session = raw; sc->has_session = 1; }
+            else if (KEY(key, "version")) { if (escaped) return -1; sc->version = raw; sc->has_version = 1; }
+            else if (KEY(key, "cwd")) { if (escaped) return -1; sc->cwd = raw; sc->has_cwd = 1; }
+            else if (KEY(key, "isSidechain") || KEY(key, "costUSD")) return -1;
+            return 0;
+        }
+        if (ctx == CTX_MESSAGE) {
+            if (KEY(key, "usage")) return -1;
+            if (KEY(key, "id")) { if (escaped) return -1; sc->msg_id = raw; sc->has_msg_id = 1; }
+            else if (KEY(key, "model")) { if (escaped) return -1; sc->model = raw; sc->has_model = 1; }
+            return 0;
+        }
+        if (ctx == CTX_USAGE) {
+            if (KEY(key, "speed")) {
+                if (key_is(raw, "standard", 8)) sc->speed = 1;
+                else if (key_is(raw, "fast", 4)) sc->speed = 2;
+                else return -1;
+                return 0;
+            }
+            if (KEY(key, "input_tokens") || KEY(key, "output_tokens") ||
+                KEY(key, "cache_read_input_tokens") || KEY(key, "cache_creation_input_tokens") ||
+                KEY(key, "cache_creation"))
+                return -1;
+            if (KEY(key, "iterations")) sc->has_iterations = 1;
+            return 0;
+        }
+        return -1; /* CTX_CACHE: a part that is not a count */
+    }
+    if (c == 't' || c == 'f' || c == 'n') {
+        int is_null = c == 'n';
+        int truth = c == 't';
+        if (literal(sc, truth ? "true" : (is_null ? "null" : "false"), truth || is_null ? 4 : 5) < 0)
+            return -1;
+        if (!keyed) return 0;
+        if (is_null && null_matters(key)) return -1;
+        if (ctx == CTX_OTHER) return 0;
+        if (ctx == CTX_TOP) {
+            if (KEY(key, "message")) return -1; /* message null or bool: the slow path decides */
+            if (KEY(key, "isSidechain")) {
+                if (is_null) return 0;
+                sc->sidechain = truth;
+                sc->has_sidechain = 1;
+                return 0;
+            }
+            if (KEY(key, "isApiErrorMessage") && truth) return -1;
+            if (KEY(key, "timestamp") || KEY(key, "requestId") || KEY(key, "sessionId") ||
+                KEY(key, "version") || KEY(key, "costUSD"))
+                return -1;
+            return 0;
+        }
+        if (ctx == CTX_MESSAGE) {
+            if (KEY(key, "usage") || KEY(key, "id") || KEY(key, "model")) return -1;
+            return 0;
+        }
+        if (ctx == CTX_USAGE) {
+            if (KEY(key, "cache_creation") && is_null) return 0; /* as if absent */
+            if (KEY(key, "input_tokens") || KEY(key, "output_tokens") || KEY(key, "cache_creation") ||
+                KEY(key, "cache_read_input_tokens") || KEY(key, "cache_creation_input_tokens") ||
+                KEY(key, "speed"))
+                return -1;
+            if (KEY(key, "iterations")) sc->has_iterations = 1;
+            return 0;
+        }
+        return -1; /* CTX_CACHE: a part that is not a count (null included) */
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+        if (keyed && ctx == CTX_USAGE) {
+            if (KEY(key, "input_tokens")) { sc->has_input = 1; return count_value(sc, &sc->input); }
+            if (KEY(key, "output_tokens")) { sc->has_output = 1; return count_value(sc, &sc->output); }
+            if (KEY(key, "cache_read_input_tokens")) {
+                sc->has_cache_read = 1;
+                return count_value(sc, &sc->cache_read);
+            }
+            if (KEY(key, "cache_creation_input_tokens")) {
+                sc->has_cache_creation = 1;
+                return count_value(sc, &sc->cache_creation);
+            }
+            if (KEY(key, "speed") || KEY(key, "cache_creation")) return -1;
+            if (KEY(key, "iterations")) sc->has_iterations = 1;
+        }
+        if (keyed && ctx == CTX_CACHE) {
+            if (KEY(key, "ephemeral_5m_input_tokens")) { sc->has_5m = 1; return count_value(sc, &sc->cache_5m); }
+            if (KEY(key, "ephemeral_1h_input_tokens")) { sc->has_1h = 1; return count_value(sc, &sc->cache_1h); }
+        }
+        int is_int, negative;
+        uint64_t value;
+        span text;
+        if (scan_number(sc, &is_int, &value, &negative, &text) < 0) return -1;
+        if (keyed && ctx == CTX_TOP) {
+            if (KEY(key, "message")) return -1;
+            if (KEY(key, "costUSD")) {
+                char buf[64];
+                if (text.n >= (Py_ssize_t)sizeof(buf)) return -1;
+                memcpy(buf, text.p, (size_t)text.n);
+                buf[text.n] = 0;
+                char *stop = NULL;
+                double v = PyOS_string_to_double(buf, &stop, NULL);
+                if (v == -1.0 && PyErr_Occurred()) { PyErr_Clear(); return -1; }
+                if (stop != buf + text.n) return -1;
+                sc->cost = is_int && v == 0.0 ? 0.0 : v; /* -0 is the integer 0 */
+                sc->has_cost = 1;
+                return 0;
+            }
+            if (KEY(key, "timestamp") || KEY(key, "requestId") || KEY(key, "sessionId") ||
+                KEY(key, "version") || KEY(key, "isSidechain"))
+                return -1;
+        }
+        if (keyed && ctx == CTX_MESSAGE && (KEY(key, "usage") || KEY(key, "id") || KEY(key, "model")))
+            return -1;
+        return 0;
+    }
+    return -1;
+}
+
+/* ---- the fields, checked as records.py checks them */
+
+static const int DAYS_IN_MONTH[13] = {0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static int digits(const char *p, int n, int *out) {
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9') return -1;
+        v = v * 10 + (p[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+/* `YYYY-MM-DDTHH:MM:SS.mmmZ` (what Claude Code writes) as epoch seconds, else -1: other
+ * spellings the rules accept go the slow way. Computed as records._timestamp computes it. */
+static int read_timestamp(span t, double *out) {
+    const char *p = t.p;
+    if (t.n != 24 || p[4] != '-' || p[7] != '-' || p[10] != 'T' || p[13] != ':' || p[16] != ':' ||
+        p[19] != '.' || p[23] != 'Z')
+        return -1;
+    int y, mo, d, h, mi, s, ms;
+    if (digits(p, 4, &y) || digits(p + 5, 2, &mo) || digits(p + 8, 2, &d) ||
+        digits(p + 11, 2, &h) || digits(p + 14, 2, &mi) || digits(p + 17, 2, &s) ||
+        digits(p + 20, 3, &ms))
+        return -1;
+    int leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    if (mo < 1 || mo > 12 || d < 1 || d > DAYS_IN_MONTH[mo] + (mo == 2 && leap)) return -1;
+    if (h > 23 || mi > 59 || s > 59) return -1;
+    int64_t whole = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s;
+    *out = (double)whole + (double)ms / 1000.0;
+    return 0;
+}
+
+/* records._good_version: starts with digits.digits.digits */
+static int good_version(span v) {
+    Py_ssize_t i = 0;
+    for (int part = 0; part < 3; part++) {
+        Py_ssize_t start = i;
+        while (i < v.n && v.p[i] >= '0' && v.p[i] <= '9') i++;
+        if (i == start) return 0;
+        if (part < 2) {
+            if (i >= v.n || v.p[i] != '.') return 0;
+            i++;
+        }
+    }
+    return 1;
+}
+
+static PyObject *text_or_none(int has, span s) {
+    if (!has) Py_RETURN_NONE;
+    return PyUnicode_DecodeUTF8(s.p, s.n, "surrogatepass");
+}
+
+static scanner *scratch = NULL; /* one per process; the GIL is held throughout */
+
+PyDoc_STRVAR(scan_doc,
+"scan(line: bytes) -> tuple | None\n\n"
+"The fields of an ordinary response line: (msg_id, req_id, model, timestamp, sidechain,\n"
+"cost_usd, cwd, input, output, cache_read, cache_5m, cache_1h, has_speed, fast), or None\n"
+"when records.parse must decide (anything unusual, and every line it would reject).");
+
+static PyObject *scan(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "scan() takes bytes");
+        return NULL;
+    }
+    if (scratch == NULL) {
+        scratch = PyMem_RawMalloc(sizeof(scanner));
+        if (scratch == NULL) return PyErr_NoMemory();
+    }
+    scanner *sc = scratch;
+    memset(sc, 0, offsetof(scanner, keys));
+    memset(&sc->nkeys, 0, sizeof(scanner) - offsetof(scanner, nkeys));
+    sc->s = (const unsigned char *)PyBytes_AS_STRING(arg);
+    sc->end = sc->s + PyBytes_GET_SIZE(arg);
+    skip_ws(sc);
+    if (sc->s >= sc->end || *sc->s != '{') Py_RETURN_NONE;
+    if (scan_object(sc, CTX_TOP) < 0) Py_RETURN_NONE;
+    skip_ws(sc);
+    if (sc->s != sc->end) Py_RETURN_NONE;
+    /* the plain case only: a message with usage, the counts present, nothing odd */
+    if (!sc->message_is_usable || !sc->has_usage || !sc->has_input || !sc->has_output)
+        Py_RETURN_NONE;
+    if (!sc->has_timestamp) Py_RETURN_NONE;
+    if ((sc->has_msg_id && sc->msg_id.n == 0) || (sc->has_req_id && sc->req_id.n == 0) ||
+        (sc->has_model && sc->model.n == 0) || (sc->has_session && sc->session.n == 0))
+        Py_RETURN_NONE;
+    if (sc->has_version && !good_version(sc->version)) Py_RETURN_NONE;
+    if (sc->has_iterations) {
+        /* advisors are searched only when the line names one */
+        const char *hay = PyBytes_AS_STRING(arg);
+        if (memmem(hay, (size_t)PyBytes_GET_SIZE(arg), "\"advisor_message\"", 17) != NULL)
+            Py_RETURN_NONE;
+    }
+    double ts;
+    if (read_timestamp(sc->timestamp, &ts) < 0) Py_RETURN_NONE;
+    uint64_t c5 = sc->has_breakdown ? sc->cache_5m : sc->cache_creation;
+    uint64_t c1 = sc->has_breakdown ? sc->cache_1h : 0;
+    PyObject *msg_id = text_or_none(sc->has_msg_id, sc->msg_id);
+    PyObject *req_id = text_or_none(sc->has_req_id, sc->req_id);
+    PyObject *model = sc->has_model ? PyUnicode_DecodeUTF8(sc->model.p, sc->model.n, "surrogatepass")
+                                    : PyUnicode_FromString("unknown");
+    PyObject *cwd = text_or_none(sc->has_cwd, sc->cwd);
+    PyObject *cost = NULL;
+    if (sc->has_cost) {
+        cost = PyFloat_FromDouble(sc->cost);
+    } else {
+        cost = Py_None;
+        Py_INCREF(cost);
+    }
+    if (!msg_id || !req_id || !model || !cwd || !cost) {
+        Py_XDECREF(msg_id); Py_XDECREF(req_id); Py_XDECREF(model); Py_XDECREF(cwd); Py_XDECREF(cost);
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue(
+        "(NNNdONNKKKKKOO)", msg_id, req_id, model, ts, sc->sidechain ? Py_True : Py_False, cost, cwd,
+        (unsigned long long)sc->input, (unsigned long long)sc->output,
+        (unsigned long long)sc->cache_read, (unsigned long long)c5, (unsigned long long)c1,
+        sc->speed ? Py_True : Py_False, sc->speed == 2 ? Py_True : Py_False);
+}
+
+/* ---- finding the candidate lines of a block (tailer._collect and _count_lines in one) */
+
+static const char MARKER[] = "\"usage\":{"; /* tailer.MARKER */
+#define MARKER_LEN 9
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+/* The marker's first and last bytes compared sixteen positions at a time; the rest only
+ * where both match (the usual SIMD substring search). */
+static const char *find_marker(const char *s, size_t n) {
+    size_t i = 0;
+    if (n >= MARKER_LEN + 15) {
+        const __m128i first = _mm_set1_epi8(MARKER[0]), last = _mm_set1_epi8(MARKER[MARKER_LEN - 1]);
+        for (; i + MARKER_LEN - 1 + 16 <= n; i += 16) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(s + i));
+            __m128i b = _mm_loadu_si128((const __m128i *)(s + i + MARKER_LEN - 1));
+            unsigned mask = (unsigned)_mm_movemask_epi8(
+                _mm_and_si128(_mm_cmpeq_epi8(a, first), _mm_cmpeq_epi8(b, last)));
+            while (mask) {
+                int bit = __builtin_ctz(mask);
+                if (memcmp(s + i + bit + 1, MARKER + 1, MARKER_LEN - 2) == 0) return s + i + bit;
+                mask &= mask - 1;
+            }
+        }
+    }
+    return n > i ? memmem(s + i, n - i, MARKER, MARKER_LEN) : NULL;
+}
+#else
+static const char *find_marker(const char *s, size_t n) { return memmem(s, n, MARKER, MARKER_LEN); }
+#endif
+
+PyDoc_STRVAR(collect_doc,
+"collect(block: bytes, begin: int, stop: int, base: int, out: list) -> int\n\n"
+"The newlines in block[begin:stop]; appends (base + start, line) to out for each line there\n"
+"that holds the marker (begin is a line start, block[stop - 1] a newline).");
+
+static PyObject *collect(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *block, *out;
+    Py_ssize_t begin, stop, base;
+    if (!PyArg_ParseTuple(args, "SnnnO!", &block, &begin, &stop, &base, &PyList_Type, &out))
+        return NULL;
+    const char *data = PyBytes_AS_STRING(block);
+    Py_ssize_t size = PyBytes_GET_SIZE(block);
+    if (begin < 0 || stop > size || begin > stop) {
+        PyErr_SetString(PyExc_ValueError, "collect(): begin and stop must lie in the block");
+        return NULL;
+    }
+    Py_ssize_t lines = 0;
+    const char *p = data + begin, *end = data + stop;
+    while (p < end && (p = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+        lines++;
+        p++;
+    }
+    const char *from = data + begin;
+    while (from < end) {
+        const char *hit = find_marker(from, (size_t)(end - from));
+        if (hit == NULL) break;
+        const char *newline = memrchr(data + begin, '\n', (size_t)(hit - (data + begin)));
+        const char *start = newline != NULL ? newline + 1 : data + begin;
+        const char *stop_at = memchr(hit, '\n', (size_t)(data + size - hit));
+        if (stop_at == NULL) stop_at = data + size;
+        PyObject *line = PyBytes_FromStringAndSize(start, stop_at - start);
+        if (line == NULL) return NULL;
+        PyObject *item = Py_BuildValue("(nN)", base + (start - data), line);
+        if (item == NULL || PyList_Append(out, item) < 0) {
+            Py_XDECREF(item);
+            return NULL;
+        }
+        Py_DECREF(item);
+        from = stop_at;
+    }
+    return PyLong_FromSsize_t(lines);
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_O, scan_doc},
+    {"collect", collect, METH_VARARGS, collect_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_fastline",
+    "The token ledger's per-line fast path (records.parse decides whatever it declines).", -1,
+    methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__fastline(void) { return PyModule_Create(&module); }
