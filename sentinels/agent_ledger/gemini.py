@@ -202,7 +202,7 @@ def _offset_minutes(text: str) -> int | None:
     if len(text) != 6 or text[0] not in "+-" or text[3] != ":":
         return None
     hours, minutes = _digits(text[1:3]), _digits(text[4:6])
-    if hours is None or minutes is None:
+    if hours is None or minutes is None or hours > 23 or minutes > 59:
         return None
     return (hours * 60 + minutes) * (1 if text[0] == "+" else -1)
 
@@ -411,6 +411,18 @@ def _lines(raw: bytes) -> Iterator[bytes]:
         yield line[:-1] if line.endswith(b"\r") else line
 
 
+def keep(events: list[Event], by_id: dict[str, int], name: str | None, event: Event) -> None:
+    """A message seen again under its id takes the first copy's place (ccusage keeps the
+    last copy with usable tokens); messages without an id each count."""
+    if name is None:
+        events.append(event)
+    elif name in by_id:
+        events[by_id[name]] = event
+    else:
+        by_id[name] = len(events)
+        events.append(event)
+
+
 def parse_jsonl_file(path: Path, text: str, raw: bytes, result: ReadResult) -> list[Event]:
     """An append-only session: a message written again under its id replaces the earlier
     copy in place; lines without an id each count."""
@@ -447,13 +459,7 @@ def parse_jsonl_file(path: Path, text: str, raw: bytes, result: ReadResult) -> l
             event = _direct(record, hint, session, fallback, key, result)
             if event is None:
                 continue
-            if name is None:
-                events.append(event)
-            elif name in by_id:
-                events[by_id[name]] = event
-            else:
-                by_id[name] = len(events)
-                events.append(event)
+            keep(events, by_id, name, event)
             continue
         stats = _stats_of(record)
         if stats is not None:
@@ -512,8 +518,11 @@ def read_file(path: Path, result: ReadResult) -> None:
 def read_files(paths: Iterable[Path]) -> ReadResult:
     """Every counted response of these files; never raises on bad input."""
     result = ReadResult()
-    for path in paths:
-        read_file(Path(path), result)
+    seen: set[Path] = set()
+    for path in map(Path, paths):
+        if path not in seen:  # overlapping roots name a file twice; ccusage reads it once
+            seen.add(path)
+            read_file(path, result)
     return result
 
 
