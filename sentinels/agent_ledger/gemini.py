@@ -18,6 +18,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,10 @@ RECORD_FIELDS = frozenset(
     ("sessionId", "session_id", "startTime", "lastUpdated", "messages", "type", "id",
      "model", "tokens", "timestamp", "created_at", "stats", "result")
 )  # fmt: skip
-_FIELD_PATTERNS = tuple(f'"{name}"'.encode() for name in RECORD_FIELDS)
+_FIELD_NAMES = re.compile(b'"(' + b"|".join(map(str.encode, sorted(RECORD_FIELDS))) + b')"')
+# A line that names none of these cannot count or set what later lines inherit (a JSON
+# escape could spell them otherwise, so a line with one is always read).
+_RELEVANT = re.compile(rb'"(?:gemini|stats|result|model|sessionId|session_id)"|\\u')
 
 
 # ----------------------------------------------------------------------------- where
@@ -98,6 +102,8 @@ class Tokens:
 
 def _u64(value: Any) -> int | None:
     """A JSON number as ccusage's value_u64: via f64, negatives 0, fractions cut."""
+    if type(value) is int and 0 <= value <= 2**53:
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:
@@ -207,37 +213,28 @@ def _offset_minutes(text: str) -> int | None:
     return (hours * 60 + minutes) * (1 if text[0] == "+" else -1)
 
 
+_STAMP = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{3}))?(Z|[+-]\d{2}:\d{2})", re.ASCII
+)
+
+
 def parse_timestamp(value: Any) -> int | None:
     """Epoch milliseconds of ccusage's strict RFC 3339 form: seconds, optional exactly three
-    fraction digits, then Z or +HH:MM; anything else is None."""
+    fraction digits, then Z or +HH:MM (at most 23:59); anything else is None."""
     if not isinstance(value, str):
         return None
-    size = len(value)
-    if size in (20, 25) and value[19] in "Z+-":
-        millis: int | None = 0
-        zone_at = 19
-    elif size in (24, 29) and value[19] == ".":
-        millis, zone_at = _digits(value[20:23]), 23
-    else:
+    match = _STAMP.fullmatch(value)
+    if match is None:
         return None
-    if millis is None or value[4] != "-" or value[7] != "-" or value[10] != "T":
-        return None
-    if value[13] != ":" or value[16] != ":":
-        return None
-    parts = [
-        _digits(value[a:b]) for a, b in ((0, 4), (5, 7), (8, 10), (11, 13), (14, 16), (17, 19))
-    ]
-    offset = _offset_minutes(value[zone_at:])
-    if any(part is None for part in parts) or offset is None:
-        return None
-    year, month, day, hour, minute, second = (part or 0 for part in parts)
-    if hour > 23 or minute > 59 or second > 59 or not 1 <= month <= 12 or day == 0:
+    year, month, day, hour, minute, second = map(int, match.group(1, 2, 3, 4, 5, 6))
+    offset = _offset_minutes(match.group(8))
+    if offset is None or hour > 23 or minute > 59 or second > 59 or not 1 <= month <= 12:
         return None
     leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-    if day > _DAYS[month - 1] + (month == 2 and leap):
+    if day == 0 or day > _DAYS[month - 1] + (month == 2 and leap):
         return None
     seconds = _days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second
-    return seconds * 1000 + millis - offset * 60_000
+    return seconds * 1000 + int(match.group(7) or 0) - offset * 60_000
 
 
 # ----------------------------------------------------------------------------- records
@@ -296,7 +293,9 @@ _CHECKED = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_
 
 
 def _may_repeat(raw: bytes) -> bool:
-    return any(raw.count(pattern) > 1 for pattern in _FIELD_PATTERNS)
+    """Could a field ccusage reads appear twice? (Then the slow, checking parse runs.)"""
+    names = _FIELD_NAMES.findall(raw)
+    return len(names) != len(set(names))
 
 
 def load_record(text: str, raw: bytes) -> Any:
@@ -437,7 +436,7 @@ def parse_jsonl_file(path: Path, text: str, raw: bytes, result: ReadResult) -> l
     else:
         pieces = ((line.decode("utf-8"), line) for line in _lines(raw))
     for line, line_raw in pieces:
-        if not line:
+        if not line or _RELEVANT.search(line_raw) is None:
             continue
         try:
             record = load_record(line, line_raw)
