@@ -32,6 +32,12 @@ DEFAULT_MODEL = "unknown"
 TIER_THRESHOLD = 200_000
 U64_MAX = 2**64 - 1
 PRICES_FILE = Path(__file__).with_name("gemini_prices.json")
+# What Rust's str::trim removes (Unicode White_Space); Python's strip() also takes \x1c-\x1f.
+RUST_WHITESPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + ("\u2028\u2029\u202f\u205f\u3000")
+)
 
 # Top-level fields ccusage reads into a typed record: a line (or .json file) naming one of
 # them twice is dropped whole by its parser (serde's "duplicate field").
@@ -244,7 +250,7 @@ def _text(record: Mapping[str, Any], key: str) -> str | None:
     """A non-empty string field, trimmed (ccusage's non_empty_json_string)."""
     value = record.get(key)
     if isinstance(value, str):
-        value = value.strip()
+        value = value.strip(RUST_WHITESPACE)
         return value or None
     return None
 
@@ -294,6 +300,8 @@ _CHECKED = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_
 
 def _may_repeat(raw: bytes) -> bool:
     """Could a field ccusage reads appear twice? (Then the slow, checking parse runs.)"""
+    if b"\\u" in raw:  # an escaped name could repeat a field unseen
+        return True
     names = _FIELD_NAMES.findall(raw)
     return len(names) != len(set(names))
 

@@ -282,6 +282,14 @@ def models(c: Corpus) -> None:
         {**message("m8", at(12), "gemini-2.5-pro", tokens(900, 9)), "type": "user"},
         {**message("m9", at(12), "gemini-2.5-pro", tokens(950, 9)), "type": 5},
     ])  # fmt: skip
+    escaped = json.dumps(message("m12", at(12), "gemini-2.5-pro", tokens(980, 9)))
+    c.write("models/chats/session-escaped.jsonl", "\n".join([
+        escaped.replace('"gemini"', '"gem\\u0069ni"'),                       # still gemini
+        json.dumps({"mod\u0065l": "gemini-3-flash-preview"}, ensure_ascii=False)
+        .replace("mode", "mod\\u0065"),                                        # a model hint
+        json.dumps(message("m13", at(12), None, tokens(990, 9))),
+        escaped.replace('"m12"', '"m14"')[:-1] + ', "tok\\u0065ns": null}',  # named twice
+    ]) + "\n")  # fmt: skip
 
 
 def bad_lines(c: Corpus) -> None:
@@ -441,5 +449,9 @@ def known_differences(root: Path) -> Corpus:
         # table, built from Google's page, does not hold: unpriced here, never guessed.
         message("k2", at(21), "gemini-3.1-flash-lite", tokens(1000, 10)),
         message("k3", at(21), "gemini-2.0-flash", tokens(1000, 10)),
+        # Rust's trim keeps \x1c..\x1f (not Unicode White_Space), so these names are not
+        # gemini-2.5-flash; ccusage's fuzzy match prices them as if they were, we do not.
+        message("k4", at(21), "\x1cgemini-2.5-flash\u3000", tokens(960, 9)),
+        message("k5", at(21), "gemini-2.5-flash\x1f", tokens(970, 9)),
     ])  # fmt: skip
     return corpus
