@@ -1,0 +1,564 @@
+"""Gemini CLI's session files read the way `ccusage gemini daily` 20.0.24 reads them.
+
+Gemini CLI (0.61) appends one JSON record per line to
+`~/.gemini/tmp/<project>/chats/session-<time>-<id>.jsonl`, writing a message again (same id)
+when its token counts arrive; older versions rewrote a whole `session-*.json` with a
+`messages` array. Each `type: "gemini"` record with a `tokens` object is one API response.
+The rules (docs/agents/gemini.md has them with their ccusage source) in short: cached input is
+taken out of `input` when the record's total says it is inside, `tool` tokens are input,
+`thoughts` (and any total beyond the parts) are priced and counted as output, a jsonl
+message seen again under the same id replaces the earlier copy, nothing is deduplicated across
+files, and the 200k tier applies to the whole response once its prompt exceeds 200,000 tokens.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .base import AgentUsage, ReadResult
+
+AGENT = "gemini"
+DATA_DIR_ENV = "GEMINI_DATA_DIR"
+DEFAULT_MODEL = "unknown"
+TIER_THRESHOLD = 200_000
+U64_MAX = 2**64 - 1
+PRICES_FILE = Path(__file__).with_name("gemini_prices.json")
+# What Rust's str::trim removes (Unicode White_Space); Python's strip() also takes \x1c-\x1f.
+RUST_WHITESPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + ("\u2028\u2029\u202f\u205f\u3000")
+)
+
+# Top-level fields ccusage reads into a typed record: a line (or .json file) naming one of
+# them twice is dropped whole by its parser (serde's "duplicate field").
+RECORD_FIELDS = frozenset(
+    ("sessionId", "session_id", "startTime", "lastUpdated", "messages", "type", "id",
+     "model", "tokens", "timestamp", "created_at", "stats", "result")
+)  # fmt: skip
+_FIELD_NAMES = re.compile(b'"(' + b"|".join(map(str.encode, sorted(RECORD_FIELDS))) + b')"')
+# A line that names none of these cannot count or set what later lines inherit (a JSON
+# escape could spell them otherwise, so a line with one is always read).
+_RELEVANT = re.compile(rb'"(?:gemini|stats|result|model|sessionId|session_id)"|\\u')
+
+
+# ----------------------------------------------------------------------------- where
+
+
+def roots(env: Mapping[str, str], home: Path) -> list[Path]:
+    """GEMINI_DATA_DIR (a comma-separated list) when set, else ~/.gemini/tmp; only folders
+    that exist, each once (ccusage's paths.rs)."""
+    if DATA_DIR_ENV in env:
+        found: list[Path] = []
+        for raw in env[DATA_DIR_ENV].split(","):
+            path = Path(raw.strip())
+            if raw.strip() and path.is_dir() and path not in found:
+                found.append(path)
+        return found
+    default = home / ".gemini" / "tmp"
+    return [default] if default.is_dir() else []
+
+
+def files(root: Path) -> list[Path]:
+    """Every *.json and *.jsonl below root, symlinks not followed (as ccusage walks)."""
+    found: list[Path] = []
+    _walk(root, found)
+    return sorted(found)
+
+
+def _walk(folder: Path, found: list[Path]) -> None:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.is_file(follow_symlinks=False):
+                if Path(entry.name).suffix in (".json", ".jsonl"):
+                    found.append(Path(entry.path))
+            elif entry.is_dir(follow_symlinks=False):
+                _walk(Path(entry.path), found)
+        except OSError:
+            continue
+
+
+# ----------------------------------------------------------------------------- numbers
+
+
+@dataclass(frozen=True, slots=True)
+class Tokens:
+    """A `tokens` (or `stats`) object as ccusage reads it: first spelling present wins."""
+
+    input: int
+    output: int
+    cached: int
+    thoughts: int
+    tool: int
+    total: int | None
+
+
+def _u64(value: Any) -> int | None:
+    """A JSON number as ccusage's value_u64: via f64, negatives 0, fractions cut."""
+    if type(value) is int and 0 <= value <= 2**53:
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    if not math.isfinite(number):
+        return None
+    return min(int(max(number, 0.0)), U64_MAX)
+
+
+def _first(record: Mapping[str, Any], keys: tuple[str, ...]) -> int:
+    for key in keys:
+        number = _u64(record.get(key))
+        if number is not None:
+            return number
+    return 0
+
+
+def parse_tokens(value: Any) -> Tokens | None:
+    """The token counts of an object, None when it is not one."""
+    if not isinstance(value, dict):
+        return None
+    total = _u64(value["total"]) if "total" in value else _u64(value.get("total_tokens"))
+    return Tokens(
+        input=_first(value, ("input", "prompt", "input_tokens", "prompt_tokens")),
+        output=_first(value, ("output", "candidates", "output_tokens", "candidates_tokens")),
+        cached=_first(value, ("cached", "cached_tokens")),
+        thoughts=_first(value, ("thoughts", "reasoning", "thoughts_tokens", "reasoning_tokens")),
+        tool=_first(value, ("tool", "tool_tokens")),
+        total=total,
+    )
+
+
+def _subtract_cached(tokens: Tokens) -> tuple[int, int]:
+    """Stats objects: cached input is always inside input."""
+    return tokens.input - min(tokens.input, tokens.cached), tokens.cached
+
+
+def _session_input(tokens: Tokens) -> tuple[int, int]:
+    """Messages: cached input is inside input only when the total says so (the total equals
+    the parts without cached, and not the parts with it)."""
+    inclusive = tokens.input + tokens.output + tokens.thoughts + tokens.tool
+    if (
+        tokens.cached > 0
+        and tokens.total == inclusive
+        and tokens.total != inclusive + tokens.cached
+    ):
+        return _subtract_cached(tokens)
+    return tokens.input, tokens.cached
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """One response's ledger tokens: output already holds the reasoning ccusage prices."""
+
+    input: int
+    output: int
+    cache_read: int
+
+
+def count(tokens: Tokens, session_rule: bool) -> Counted | None:
+    """ccusage's build_event: None for a response worth nothing."""
+    fresh, cache_read = _session_input(tokens) if session_rule else _subtract_cached(tokens)
+    fresh += tokens.tool
+    output = tokens.output
+    total = tokens.total
+    if total is None:
+        total = fresh + output + cache_read + tokens.thoughts
+    reasoning = tokens.thoughts
+    missing = max(total - (fresh + output + cache_read + reasoning), 0)
+    if missing:
+        if output == 0:
+            output = missing
+        else:
+            reasoning += missing
+    if fresh == 0 and output == 0 and cache_read == 0 and reasoning == 0:
+        return None
+    return Counted(fresh, output + reasoning, cache_read)
+
+
+# ----------------------------------------------------------------------------- timestamps
+
+_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _digits(text: str) -> int | None:
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def _days_from_civil(year: int, month: int, day: int) -> int:
+    year -= month <= 2
+    era = year // 400
+    yoe = year - era * 400
+    doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
+    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+
+
+def _offset_minutes(text: str) -> int | None:
+    if text == "Z":
+        return 0
+    if len(text) != 6 or text[0] not in "+-" or text[3] != ":":
+        return None
+    hours, minutes = _digits(text[1:3]), _digits(text[4:6])
+    if hours is None or minutes is None or hours > 23 or minutes > 59:
+        return None
+    return (hours * 60 + minutes) * (1 if text[0] == "+" else -1)
+
+
+_STAMP = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{3}))?(Z|[+-]\d{2}:\d{2})", re.ASCII
+)
+
+
+def parse_timestamp(value: Any) -> int | None:
+    """Epoch milliseconds of ccusage's strict RFC 3339 form: seconds, optional exactly three
+    fraction digits, then Z or +HH:MM (at most 23:59); anything else is None."""
+    if not isinstance(value, str):
+        return None
+    match = _STAMP.fullmatch(value)
+    if match is None:
+        return None
+    year, month, day, hour, minute, second = map(int, match.group(1, 2, 3, 4, 5, 6))
+    offset = _offset_minutes(match.group(8))
+    if offset is None or hour > 23 or minute > 59 or second > 59 or not 1 <= month <= 12:
+        return None
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    if day == 0 or day > _DAYS[month - 1] + (month == 2 and leap):
+        return None
+    seconds = _days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second
+    return seconds * 1000 + int(match.group(7) or 0) - offset * 60_000
+
+
+# ----------------------------------------------------------------------------- records
+
+
+def _text(record: Mapping[str, Any], key: str) -> str | None:
+    """A non-empty string field, trimmed (ccusage's non_empty_json_string)."""
+    value = record.get(key)
+    if isinstance(value, str):
+        value = value.strip(RUST_WHITESPACE)
+        return value or None
+    return None
+
+
+def _time(record: Mapping[str, Any], key: str) -> int | None:
+    return parse_timestamp(record.get(key))
+
+
+def _first_time(record: Mapping[str, Any], keys: tuple[str, ...], fallback: int) -> int:
+    """The first of these fields that parses (the epoch itself included), else fallback."""
+    for key in keys:
+        stamp = _time(record, key)
+        if stamp is not None:
+            return stamp
+    return fallback
+
+
+def _stats_of(record: Mapping[str, Any]) -> Any:
+    """`stats`, else `result.stats`; a present null still counts as present."""
+    if "stats" in record:
+        return record["stats"]
+    result = record.get("result")
+    return result.get("stats") if isinstance(result, dict) else None
+
+
+class _Duplicated(dict[str, Any]):
+    """An object that named one of ccusage's record fields twice (last value kept)."""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    record: dict[str, Any] = {}
+    duplicated = False
+    for key, value in pairs:
+        if key in record and key in RECORD_FIELDS:
+            duplicated = True
+        record[key] = value
+    return _Duplicated(record) if duplicated else record
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+_PLAIN = json.JSONDecoder(parse_constant=_reject_constant)
+_CHECKED = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_pairs)
+
+
+def _may_repeat(raw: bytes) -> bool:
+    """Could a field ccusage reads appear twice? (Then the slow, checking parse runs.)"""
+    if b"\\u" in raw:  # an escaped name could repeat a field unseen
+        return True
+    names = _FIELD_NAMES.findall(raw)
+    return len(names) != len(set(names))
+
+
+def load_record(text: str, raw: bytes) -> Any:
+    """A JSON value as serde_json reads it into ccusage's record; raises ValueError where it
+    would fail (bad JSON, NaN, a record field named twice at the top)."""
+    value = (_CHECKED if _may_repeat(raw) else _PLAIN).decode(text)
+    if isinstance(value, _Duplicated):
+        raise ValueError("duplicate field")
+    return value
+
+
+@dataclass(slots=True)
+class Event:
+    """One counted response before it becomes an AgentUsage."""
+
+    key: tuple[str, ...]
+    timestamp_ms: int
+    session: str
+    model: str
+    counted: Counted
+
+
+def _direct(
+    record: Mapping[str, Any], hint: str | None, session: str, fallback_ms: int,
+    key: tuple[str, ...], result: ReadResult,
+) -> Event | None:  # fmt: skip
+    """A `type: gemini` message; None (and a reject when it is malformed) when not counted."""
+    if "tokens" not in record or record["tokens"] is None:
+        return None  # a message recorded before its tokens arrived: not bad input
+    tokens = parse_tokens(record["tokens"])
+    if tokens is None:
+        result.reject("bad_tokens")
+        return None
+    model = _text(record, "model") or hint
+    if model is None:
+        result.reject("no_model")
+        return None
+    counted = count(tokens, session_rule=True)
+    if counted is None:
+        return None
+    stamp = _first_time(record, ("timestamp", "created_at"), fallback_ms)
+    return Event(key, stamp, session, model, counted)
+
+
+def _stats(
+    stats: Any, hint: str | None, session: str, stamp: int, key: tuple[str, ...]
+) -> list[Event]:
+    """A stats object: one event per model under `models`, else the object itself."""
+    if not isinstance(stats, dict):
+        return []
+    models = stats.get("models")
+    if isinstance(models, dict):
+        events = []
+        for model, data in models.items():
+            tokens = parse_tokens(data.get("tokens")) if isinstance(data, dict) else None
+            counted = count(tokens, session_rule=False) if tokens else None
+            if counted is not None and model.strip():
+                events.append(Event((*key, "model", model), stamp, session, model, counted))
+        if events:
+            return events
+    tokens = parse_tokens(stats)
+    counted = count(tokens, session_rule=False) if tokens else None
+    if counted is None:
+        return []
+    return [Event((*key, "flat"), stamp, session, hint or DEFAULT_MODEL, counted)]
+
+
+def _mtime_ms(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns // 1_000_000
+    except OSError:
+        return 0
+
+
+def parse_json_file(path: Path, text: str, raw: bytes, result: ReadResult) -> list[Event]:
+    """A whole-file session (older Gemini CLI) or a single record / stats object."""
+    fallback = _mtime_ms(path)
+    try:
+        record = load_record(text, raw)
+    except ValueError:
+        result.reject("bad_json")
+        return []
+    if not isinstance(record, dict):
+        result.reject("not_object")
+        return []
+    session = _text(record, "sessionId") or _text(record, "session_id") or path.stem
+    started = _first_time(record, ("startTime", "lastUpdated"), fallback)
+    messages = record.get("messages")
+    if isinstance(messages, list):
+        events = []
+        seen: dict[str, int] = {}
+        for message in messages:
+            if not (isinstance(message, dict) and message.get("type") == "gemini"):
+                continue
+            name = _text(message, "id") or ""
+            seen[name] = seen.get(name, 0) + 1  # no dedup inside a .json: nth copy, own key
+            key = ("json", name, str(seen[name]))
+            event = _direct(message, None, session, started, key, result)
+            if event is not None:
+                events.append(event)
+        return events
+    if record.get("type") == "gemini":
+        event = _direct(record, None, session, fallback, ("single",), result)
+        return [event] if event else []
+    stamp = _first_time(record, ("timestamp",), fallback)
+    return _stats(_stats_of(record), _text(record, "model"), session, stamp, ("stats", "0"))
+
+
+def _lines(raw: bytes) -> Iterator[bytes]:
+    """Rust's str::lines: split at \\n, one trailing \\r dropped, no final empty line."""
+    for line in raw.split(b"\n"):
+        yield line[:-1] if line.endswith(b"\r") else line
+
+
+def keep(events: list[Event], by_id: dict[str, int], name: str | None, event: Event) -> None:
+    """A message seen again under its id takes the first copy's place (ccusage keeps the
+    last copy with usable tokens); messages without an id each count."""
+    if name is None:
+        events.append(event)
+    elif name in by_id:
+        events[by_id[name]] = event
+    else:
+        by_id[name] = len(events)
+        events.append(event)
+
+
+def parse_jsonl_file(path: Path, text: str, raw: bytes, result: ReadResult) -> list[Event]:
+    """An append-only session: a message written again under its id replaces the earlier
+    copy in place; lines without an id each count."""
+    fallback = _mtime_ms(path)
+    session = path.stem
+    hint: str | None = None
+    events: list[Event] = []
+    by_id: dict[str, int] = {}
+    anonymous = stats_seen = 0
+    if "\r" not in text and "\n" in text:
+        pieces: Iterable[tuple[str, bytes]] = zip(text.split("\n"), raw.split(b"\n"), strict=True)
+    else:
+        pieces = ((line.decode("utf-8"), line) for line in _lines(raw))
+    for line, line_raw in pieces:
+        if not line or _RELEVANT.search(line_raw) is None:
+            continue
+        try:
+            record = load_record(line, line_raw)
+        except ValueError:
+            result.reject("bad_line")
+            continue
+        if not isinstance(record, dict):
+            result.reject("not_object")
+            continue
+        session = _text(record, "sessionId") or _text(record, "session_id") or session
+        hint = _text(record, "model") or hint
+        if record.get("type") == "gemini":
+            name = _text(record, "id")
+            if name is None:
+                anonymous += 1
+                key = ("anon", str(anonymous))
+            else:
+                key = ("id", name)
+            event = _direct(record, hint, session, fallback, key, result)
+            if event is None:
+                continue
+            keep(events, by_id, name, event)
+            continue
+        stats = _stats_of(record)
+        if stats is not None:
+            stats_seen += 1
+            stamp = _first_time(record, ("timestamp",), fallback)
+            events.extend(_stats(stats, hint, session, stamp, ("stats", str(stats_seen))))
+    return events
+
+
+# ----------------------------------------------------------------------------- the reader
+
+
+@functools.lru_cache(maxsize=4096)
+def _project_of(folder: Path) -> str:
+    """The project a chats folder belongs to: the last component of the path in the nearest
+    `.project_root` Gemini CLI keeps in tmp/<project>/ ("" when none)."""
+    for candidate in (folder, *list(folder.parents)[:3]):
+        try:
+            named = (candidate / ".project_root").read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        return Path(named).name if named else ""
+    return ""
+
+
+def _key(path: Path, parts: tuple[str, ...]) -> str:
+    """Stable across re-reads: the file's path and the response's place in it, never text."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(os.fsencode(path))
+    for part in parts:
+        digest.update(b"\0" + part.encode("utf-8", "surrogatepass"))
+    return f"{AGENT}:{digest.hexdigest()}"
+
+
+def read_file(path: Path, result: ReadResult) -> None:
+    """Append one file's responses to result; a file that cannot be read is one reject."""
+    try:
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        result.reject("unreadable")
+        return
+    parse = parse_jsonl_file if path.suffix == ".jsonl" else parse_json_file
+    project = _project_of(path.parent)
+    for event in parse(path, text, raw, result):
+        result.entries.append(
+            AgentUsage(
+                agent=AGENT, key=_key(path, event.key), timestamp=event.timestamp_ms / 1000,
+                session=event.session, project=project, model=event.model,
+                input=event.counted.input, output=event.counted.output,
+                cache_read=event.counted.cache_read, cache_creation=0,
+            )
+        )  # fmt: skip
+
+
+def read_files(paths: Iterable[Path]) -> ReadResult:
+    """Every counted response of these files; never raises on bad input."""
+    result = ReadResult()
+    seen: set[Path] = set()
+    for path in map(Path, paths):
+        if path not in seen:  # overlapping roots name a file twice; ccusage reads it once
+            seen.add(path)
+            read_file(path, result)
+    return result
+
+
+# ----------------------------------------------------------------------------- prices
+
+
+@functools.cache
+def _prices() -> dict[str, dict[str, Any]]:
+    table = json.loads(PRICES_FILE.read_text(encoding="utf-8"))
+    return {name: entry for name, entry in table["models"].items()}
+
+
+def _rate(entry: Mapping[str, Any], name: str, above: bool) -> float:
+    if above and f"{name}_above_200k" in entry:
+        return float(entry[f"{name}_above_200k"])
+    return float(entry[name])
+
+
+def price(entry: AgentUsage) -> float | None:
+    """USD of one response, None for a model the table does not hold. Once the prompt
+    (fresh plus cached input) exceeds 200,000 tokens every class is charged at its
+    above-200k rate, as ccusage 20.0.24 charges it (and as Google's page reads)."""
+    rates = _prices().get(entry.model)
+    if rates is None:
+        return None
+    above = entry.input + entry.cache_read + entry.cache_creation > TIER_THRESHOLD
+    usd_per_million = (
+        entry.input * _rate(rates, "input", above)
+        + entry.output * _rate(rates, "output", above)
+        + entry.cache_read * _rate(rates, "cache_read", above)
+    )
+    return usd_per_million / 1_000_000

@@ -1,0 +1,290 @@
+"""The Gemini reader's per-day totals equal `ccusage gemini daily --json --offline` 20.0.24.
+
+Tokens exactly and cost within 1e-6 relative, on the generated corpora (every rule's edge
+cases, a seeded mix in two time zones) and on the files the real Gemini CLI wrote
+(tests/fixtures/agents/gemini). ccusage reports thoughts in totalTokens but not in
+outputTokens; the ledger's output holds them (as ccusage prices them), so the comparison
+takes ccusage's output as totalTokens minus its other three classes. Then the reader alone:
+keys stay the same across re-reads, appends, truncations and whole rewrites, bad input is
+counted and never raises, and dropping any rule makes the edge corpus disagree.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import random
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentwatch.sentinels.agent_ledger import gemini
+from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES, AgentUsage, daily_totals
+
+from . import gemini_corpus
+from .gemini_cli import ccusage_daily
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "gemini"
+COST_RTOL = 1e-6
+Rows = dict[str, dict[str, float]]
+
+
+def ccusage_rows(data_dir: Path, home: Path, timezone: str = "UTC") -> Rows:
+    """ccusage's daily rows in the ledger's four classes (output with the thoughts)."""
+    rows: Rows = {}
+    for row in ccusage_daily([data_dir], home, timezone)["daily"]:
+        known = row["inputTokens"] + row["cacheReadTokens"] + row["cacheCreationTokens"]
+        rows[row["date"]] = {
+            "input": row["inputTokens"], "output": row["totalTokens"] - known,
+            "cache_read": row["cacheReadTokens"], "cache_creation": row["cacheCreationTokens"],
+            "cost_usd": row["totalCost"],
+        }  # fmt: skip
+    return rows
+
+
+def reader_rows(data_dir: Path, timezone: str = "UTC") -> Rows:
+    roots = gemini.roots({gemini.DATA_DIR_ENV: str(data_dir)}, Path("/nonexistent"))
+    paths = [path for root in roots for path in gemini.files(root)]
+    return daily_totals(gemini.read_files(paths).entries, timezone, gemini.price)
+
+
+def differences(ours: Rows, theirs: Rows) -> list[str]:
+    """Every (day, class) where the two disagree, for the failure message."""
+    found = []
+    for day in sorted(set(ours) | set(theirs)):
+        mine, ref = ours.get(day, {}), theirs.get(day, {})
+        for kind in TOKEN_TYPES:
+            if mine.get(kind, 0) != ref.get(kind, 0):
+                found.append(f"{day} {kind}: ours {mine.get(kind, 0)} ccusage {ref.get(kind, 0)}")
+        cost, ref_cost = mine.get("cost_usd", 0.0), ref.get("cost_usd", 0.0)
+        if not math.isclose(cost, ref_cost, rel_tol=COST_RTOL, abs_tol=1e-12):
+            found.append(f"{day} cost: ours {cost!r} ccusage {ref_cost!r}")
+    return found
+
+
+def assert_conforms(data_dir: Path, home: Path, timezone: str = "UTC") -> Rows:
+    theirs = ccusage_rows(data_dir, home, timezone)
+    assert theirs, "ccusage saw nothing: the corpus is not where it looks"
+    problems = differences(reader_rows(data_dir, timezone), theirs)
+    assert not problems, "\n".join(problems)
+    return theirs
+
+
+@pytest.fixture(scope="module")
+def edge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path, Rows]]:
+    """The edge corpus and ccusage's rows for it (UTC), built once for the module."""
+    root = tmp_path_factory.mktemp("gemini-edge")
+    corpus = gemini_corpus.edge_cases(root)
+    home = root / "home"
+    home.mkdir()
+    yield corpus.data_dir, home, ccusage_rows(corpus.data_dir, home)
+
+
+# ----------------------------------------------------------------------------- vs ccusage
+
+
+def test_edge_cases_equal_ccusage(edge: tuple[Path, Path, Rows]) -> None:
+    data_dir, _, theirs = edge
+    problems = differences(reader_rows(data_dir), theirs)
+    assert not problems, "\n".join(problems)
+
+
+def test_edge_cases_equal_ccusage_in_another_zone(edge: tuple[Path, Path, Rows]) -> None:
+    data_dir, home, _ = edge
+    assert_conforms(data_dir, home, "Asia/Kolkata")
+
+
+@pytest.mark.parametrize(("seed", "zone"), [(1, "UTC"), (2, "America/New_York")])
+def test_seeded_mix_equals_ccusage(tmp_path: Path, seed: int, zone: str) -> None:
+    corpus = gemini_corpus.mixed(tmp_path, seed)
+    rows = assert_conforms(corpus.data_dir, tmp_path, zone)
+    assert len(rows) >= 5
+
+
+def test_files_the_real_cli_wrote_equal_ccusage(tmp_path: Path) -> None:
+    sessions = sorted(FIXTURES.rglob("*.jsonl"))
+    assert sessions, f"no captured sessions under {FIXTURES}"
+    data_dir = tmp_path / "tmp"
+    shutil.copytree(FIXTURES / "tmp", data_dir)
+    rows = assert_conforms(data_dir, tmp_path)
+    assert sum(row["cache_read"] for row in rows.values()) > 0  # the cached rule was exercised
+
+
+def test_known_differences_are_only_those_documented(tmp_path: Path) -> None:
+    """A total below its parts: the ledger counts the thoughts it prices; models only
+    LiteLLM prices: unpriced here. Everything else about these files agrees."""
+    corpus = gemini_corpus.known_differences(tmp_path)
+    theirs = ccusage_rows(corpus.data_dir, tmp_path)
+    ours = reader_rows(corpus.data_dir)
+    short, unpriced = theirs["2026-03-20"], theirs["2026-03-21"]
+    assert ours["2026-03-20"]["output"] == short["output"] + 5  # the 5 thoughts
+    assert math.isclose(ours["2026-03-20"]["cost_usd"], short["cost_usd"], rel_tol=COST_RTOL)
+    assert unpriced["cost_usd"] > 0 and ours["2026-03-21"]["cost_usd"] == 0
+    assert {k: ours["2026-03-21"][k] for k in TOKEN_TYPES} == {k: unpriced[k] for k in TOKEN_TYPES}
+
+
+# ----------------------------------------------------------------------------- every rule
+
+
+def _identity_cached(tokens: gemini.Tokens) -> tuple[int, int]:
+    return tokens.input, tokens.cached
+
+
+def _no_tool(tokens: gemini.Tokens, session_rule: bool) -> gemini.Counted | None:
+    return ORIGINAL_COUNT(gemini.Tokens(**{**_fields(tokens), "tool": 0}), session_rule)
+
+
+def _no_thoughts(tokens: gemini.Tokens, session_rule: bool) -> gemini.Counted | None:
+    return ORIGINAL_COUNT(gemini.Tokens(**{**_fields(tokens), "thoughts": 0}), session_rule)
+
+
+def _no_total(tokens: gemini.Tokens, session_rule: bool) -> gemini.Counted | None:
+    return ORIGINAL_COUNT(gemini.Tokens(**{**_fields(tokens), "total": None}), session_rule)
+
+
+def _append(events: list[Any], by_id: dict[str, int], name: str | None, event: Any) -> None:
+    events.append(event)
+
+
+def _lenient_time(value: Any) -> int | None:
+    try:
+        return int(dt.datetime.fromisoformat(value).timestamp() * 1000)
+    except (TypeError, ValueError):
+        return None
+
+
+def _fields(tokens: gemini.Tokens) -> dict[str, Any]:
+    return {name: getattr(tokens, name) for name in gemini.Tokens.__slots__}
+
+
+ORIGINAL_COUNT = gemini.count
+RULES: dict[str, tuple[str, Callable[..., Any]]] = {
+    "cached input taken out when the total says it is inside": ("_session_input", _identity_cached),
+    "stats: cached always inside input": ("_subtract_cached", _identity_cached),
+    "tool tokens are input": ("count", _no_tool),
+    "thoughts are output": ("count", _no_thoughts),
+    "a total beyond the parts is output": ("count", _no_total),
+    "only ccusage's timestamp form": ("parse_timestamp", _lenient_time),
+    "a record field named twice drops the line": ("_may_repeat", lambda raw: False),
+    "first spelling of a count wins": ("_first", lambda record, keys: 0),
+    "the 200k tier": ("TIER_THRESHOLD", 10**12),  # type: ignore[dict-item]
+    "a message written again replaces the earlier copy": ("keep", _append),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("rule", sorted(RULES))
+def test_dropping_a_rule_breaks_conformance(
+    rule: str, edge: tuple[Path, Path, Rows], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data_dir, _, theirs = edge
+    name, replacement = RULES[rule]
+    monkeypatch.setattr(gemini, name, replacement)
+    assert differences(reader_rows(data_dir), theirs), f"the corpus does not pin: {rule}"
+
+
+# ----------------------------------------------------------------------------- restart safety
+
+
+def _keys(paths: list[Path]) -> dict[str, AgentUsage]:
+    entries = gemini.read_files(paths).entries
+    keys = {entry.key: entry for entry in entries}
+    assert len(keys) == len(entries), "a key names two responses"
+    return keys
+
+
+def _session(tmp_path: Path, turns: int, seed: int = 3) -> tuple[Path, list[str]]:
+    lines = gemini_corpus.session_lines(random.Random(seed), "restart", 5, turns)
+    path = tmp_path / "tmp" / "p" / "chats" / "session-restart.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = [line if isinstance(line, str) else json.dumps(line) for line in lines]
+    path.write_text("\n".join(text) + "\n")
+    return path, text
+
+
+def test_same_keys_when_read_again_and_after_appends(tmp_path: Path) -> None:
+    path, lines = _session(tmp_path, 40)
+    cut = len(lines) // 2
+    path.write_text("\n".join(lines[:cut]) + "\n")
+    first = _keys([path])
+    assert _keys([path]) == first
+    with path.open("a") as handle:  # the rest arrives, including copies of earlier ids
+        handle.write("\n".join(lines[cut:]) + "\n")
+    later = _keys([path])
+    assert set(first) <= set(later) and len(later) > len(first)
+    for key, entry in first.items():  # a copy written later carries the same tokens
+        assert (later[key].input, later[key].output) == (entry.input, entry.output)
+
+
+def test_truncation_and_a_torn_last_line_only_lose_keys(tmp_path: Path) -> None:
+    path, _ = _session(tmp_path, 30)
+    whole = _keys([path])
+    data = path.read_bytes()
+    for size in (len(data) // 3, len(data) // 2 + 7, len(data) - 5):
+        path.write_bytes(data[:size])
+        assert set(_keys([path])) <= set(whole)
+    path.write_bytes(data)
+    assert _keys([path]) == whole
+
+
+def test_a_whole_rewrite_keeps_the_keys(tmp_path: Path) -> None:
+    """Gemini CLI rewrites a session file whole (the old .json format every turn; the .jsonl
+    through a temp file and rename when it repairs one): same responses, same keys."""
+    path, lines = _session(tmp_path, 20)
+    before = _keys([path])
+    temp = path.with_name(path.name + ".tmp-99")  # not a file ccusage or we read
+    temp.write_text("\n".join(lines) + "\n" + lines[-1] + "\n")
+    os.replace(temp, path)
+    assert _keys([path]) == before
+    legacy = tmp_path / "tmp" / "p" / "chats" / "session-old.json"
+    records = [json.loads(line) for line in lines if '"type": "gemini"' in line]
+    legacy.write_text(json.dumps({"sessionId": "old", "messages": records[:5]}))
+    short = _keys([legacy])
+    legacy.write_text(json.dumps({"sessionId": "old", "messages": records}))
+    assert set(short) <= set(_keys([legacy]))
+
+
+def test_overlapping_roots_read_a_file_once(tmp_path: Path) -> None:
+    path, _ = _session(tmp_path, 5)
+    data_dir = tmp_path / "tmp"
+    env = {gemini.DATA_DIR_ENV: f" {data_dir} ,{data_dir / 'p'},{data_dir},{tmp_path / 'no'}"}
+    roots = gemini.roots(env, tmp_path)
+    assert roots == [data_dir, data_dir / "p"]
+    paths = [file for root in roots for file in gemini.files(root)]
+    assert len(gemini.read_files(paths).entries) == len(gemini.read_files([path]).entries)
+    assert gemini.roots({gemini.DATA_DIR_ENV: ""}, tmp_path) == []
+    (tmp_path / ".gemini" / "tmp").mkdir(parents=True)
+    assert gemini.roots({}, tmp_path) == [tmp_path / ".gemini" / "tmp"]
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def test_bad_input_is_counted_never_raised_never_echoed(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    secret = "SECRET-PROMPT-TEXT"
+    paths = [tmp_path / "missing.jsonl", tmp_path]
+    for n in range(30):
+        path = tmp_path / f"junk-{n}.json{'l' if n % 2 else ''}"
+        blob = bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 300)))
+        path.write_bytes(blob if n % 3 else blob + secret.encode())
+        paths.append(path)
+    text = tmp_path / "text.jsonl"
+    text.write_text(f'{{"type": "gemini", "model": "{secret}", "tokens": "{secret}"}}\n{secret}\n')
+    paths.append(text)
+    result = gemini.read_files(paths)
+    assert sum(result.rejects.values()) >= 3
+    assert set(result.rejects) <= {"unreadable", "bad_json", "bad_line", "not_object",
+                                   "bad_tokens", "no_model"}  # fmt: skip
+    assert all(secret not in entry.key and secret not in entry.session for entry in result.entries)
+
+
+def test_keys_carry_no_text(edge: tuple[Path, Path, Rows]) -> None:
+    data_dir, _, _ = edge
+    entries = gemini.read_files(gemini.files(data_dir)).entries
+    assert entries and all(entry.key.startswith("gemini:") and len(entry.key) == 39
+                           for entry in entries)  # fmt: skip
