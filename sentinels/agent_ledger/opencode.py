@@ -158,9 +158,10 @@ def _no_constant(name: str) -> Any:
 
 
 def _decode(text: str | bytes, declared: frozenset[str], strings: tuple[str, ...]) -> _Object:
-    """Parse one message as serde_json would into ccusage's struct: strict JSON, no BOM, no
-    NaN, no duplicate declared field, no lone surrogate or control character in a declared
-    string (duplicates inside nested objects keep the last value, as serde's Value does)."""
+    """Parse one message as serde_json would into ccusage's struct: strict JSON (no BOM, no
+    NaN, no raw control character in any string), no duplicate declared field, no lone
+    surrogate in a declared string (duplicates inside nested objects keep the last value,
+    as serde's Value does)."""
     try:
         if isinstance(text, bytes):
             text = text.decode("utf-8")
@@ -173,9 +174,7 @@ def _decode(text: str | bytes, declared: frozenset[str], strings: tuple[str, ...
         raise _Reject("duplicate field")
     for key in strings:
         field = value.get(key)
-        if isinstance(field, str) and any(
-            "\ud800" <= ch <= "\udfff" or ch < " " for ch in field
-        ):
+        if isinstance(field, str) and any("\ud800" <= ch <= "\udfff" for ch in field):
             raise _Reject("bad string")
     return value
 
@@ -500,6 +499,55 @@ def _cost_of(rates: Mapping[str, Any], counts: Mapping[str, int]) -> float | Non
     return total
 
 
+def _boundary(char: str) -> bool:
+    return not (char.isascii() and char.isalnum())
+
+
+def _version_follows(key: str, suffix: str) -> bool:
+    """A key ending in a digit must not match the start of a longer version (gpt-5 in
+    gpt-5-1), though a date (8 digits) may follow."""
+    if not key[-1:].isdigit() or suffix[:1] not in ("-", "."):
+        return False
+    rest = suffix[1:]
+    digits = len(rest) - len(rest.lstrip("0123456789"))
+    if digits == 0:
+        return False
+    after = rest[digits : digits + 1]
+    return not (digits == 8 and (after == "" or _boundary(after)))
+
+
+def _contains(value: str, key: str) -> bool:
+    """Does `key` occur in `value` between non-alphanumeric boundaries?"""
+    start = value.find(key) if key else -1
+    while start >= 0:
+        suffix = value[start + len(key) :]
+        if (start == 0 or _boundary(value[start - 1])) and (
+            not suffix or (_boundary(suffix[0]) and not _version_follows(key, suffix))
+        ):
+            return True
+        start = value.find(key, start + len(key))
+    return False
+
+
+def find(table: Mapping[str, Any], model: str) -> Any:
+    """ccusage's lookup: the exact name, else the longest key that contains the name or is
+    contained in it at word boundaries ('.' and '@' read as '-'); ties go to the smaller."""
+    if model in table:
+        return table[model]
+    norm = model.replace(".", "-").replace("@", "-")
+    found = [
+        key
+        for key in table
+        if _contains(model, key)
+        or _contains(key, model)
+        or _contains(norm, key.replace(".", "-").replace("@", "-"))
+        or _contains(key.replace(".", "-").replace("@", "-"), norm)
+    ]
+    if not found:
+        return None
+    return table[min(found, key=lambda key: (-len(key.encode()), key.encode()))]
+
+
 def price(entry: AgentUsage) -> float | None:
     """USD for an entry from opencode_prices.json (the providers' published rates), for
     entries without a stated cost; None for models the table does not price."""
@@ -512,7 +560,7 @@ def price(entry: AgentUsage) -> float | None:
     }
     table = _table_of_prices()
     for name in candidates(entry.model, provider):
-        rates = table.get(name)
+        rates = find(table, name)
         if rates is None:
             continue
         cost = _cost_of(rates, counts)
