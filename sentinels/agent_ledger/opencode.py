@@ -148,8 +148,8 @@ class _Object(dict[str, Any]):
 def _pairs(pairs: list[tuple[str, Any]]) -> _Object:
     obj = _Object(pairs)
     if len(obj) != len(pairs):
-        seen: set[str] = set()
-        obj.duplicates = frozenset(key for key, _ in pairs if key in seen or seen.add(key))
+        keys = [key for key, _ in pairs]
+        obj.duplicates = frozenset(key for key in obj if keys.count(key) > 1)
     return obj
 
 
@@ -188,7 +188,11 @@ def _count(value: Any) -> int:
 
 def _millis(value: Any) -> int | None:
     """A JSON integer in i64 range (floats and strings do not count)."""
-    if isinstance(value, int) and not isinstance(value, bool) and -_I64_MAX - 1 <= value <= _I64_MAX:
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and -_I64_MAX - 1 <= value <= _I64_MAX
+    ):
         return value
     return None
 
@@ -321,9 +325,7 @@ def _table(connection: sqlite3.Connection, table: str) -> bool:
     return connection.execute(query, (table,)).fetchone() is not None
 
 
-def _database_messages(
-    db: Path, result: ReadResult
-) -> Iterator[tuple[bytes | str, _Source, bool]]:
+def _database_messages(db: Path, result: ReadResult) -> Iterator[tuple[bytes | str, _Source, bool]]:
     """The rows ccusage reads: `message` (id, session_id, data), then `session_message`
     rows of type 'assistant'; rows with a NULL or non-text column are skipped."""
     try:

@@ -18,6 +18,7 @@ for capturing fixtures by hand.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import threading
 import time
@@ -94,8 +95,12 @@ def chunks(reply_id: str, model: str, reply: Reply) -> Iterator[dict[str, Any]]:
     yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
                                 "finish_reason": None}]}  # fmt: skip
     if reply.tool:
-        call = {"index": 0, "id": f"call_{reply_id[-4:]}", "type": "function",
-                "function": {"name": reply.tool, "arguments": json.dumps(reply.arguments)}}
+        call = {
+            "index": 0,
+            "id": f"call_{reply_id[-4:]}",
+            "type": "function",
+            "function": {"name": reply.tool, "arguments": json.dumps(reply.arguments)},
+        }
         yield {**base, "choices": [{"index": 0, "delta": {"tool_calls": [call]},
                                     "finish_reason": None}]}  # fmt: skip
         yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
@@ -111,7 +116,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the test output stays free of request lines."""
 
     def _send_json(self, status: int, body: Any) -> None:
@@ -144,10 +149,11 @@ class _Handler(BaseHTTPRequestHandler):
         kind = "agent" if body.get("tools") else "title"
         reply_id, reply = self.server.script.next(self.path, kind, model)
         if not body.get("stream"):
+            answer = {"role": "assistant", "content": reply.text}
+            choice = {"index": 0, "finish_reason": "stop", "message": answer}
             self._send_json(200, {"id": reply_id, "object": "chat.completion", "model": model,
                                   "created": int(time.time()), "usage": reply.usage(),
-                                  "choices": [{"index": 0, "finish_reason": "stop", "message":
-                                               {"role": "assistant", "content": reply.text}}]})  # fmt: skip
+                                  "choices": [choice]})  # fmt: skip
             return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -208,10 +214,8 @@ def main() -> None:
     replies = [Reply("Hello from the stand-in.", 1200, 30, 200, 7)]
     with StandIn(replies) as api:
         print(api.url, flush=True)
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()
-        except KeyboardInterrupt:
-            pass
 
 
 if __name__ == "__main__":

@@ -213,11 +213,18 @@ def rule_lenient_numbers(base: Path) -> Corpus:
     corpus, root = single(base)
     db = root.db()
     cases: list[Any] = [
-        {"input": 100}, {"input": "100"}, {"input": 100.7}, {"input": -5, "output": 10},
-        {"input": None, "output": 10}, {"input": True, "output": 10},
-        {"input": 1e20, "output": 1}, {"input": 2**64, "output": 3},
-        {"input": 100, "cache": 5}, {"input": 100, "cache": {"read": "7", "write": 3.9}},
-        {"input": 1024.0, "output": 1}, {"input": {"a": 1}, "output": 12},
+        {"input": 100},
+        {"input": "100"},
+        {"input": 100.7},
+        {"input": -5, "output": 10},
+        {"input": None, "output": 10},
+        {"input": True, "output": 10},
+        {"input": 1e20, "output": 1},
+        {"input": 2**64, "output": 3},
+        {"input": 100, "cache": 5},
+        {"input": 100, "cache": {"read": "7", "write": 3.9}},
+        {"input": 1024.0, "output": 1},
+        {"input": {"a": 1}, "output": 12},
         {"input": 2**64 - 1 - 10**19, "output": 2},
     ]
     for day, tok in enumerate(cases, start=1):
@@ -246,11 +253,24 @@ def rule_fields(base: Path) -> Corpus:
     corpus, root = single(base)
     db = root.db()
     variants: list[dict[str, Any]] = [
-        {}, {"model": ""}, {"model": "   "}, {"model": " claude-haiku-4-5 "}, {"model": 5},
-        {"provider": None}, {"provider": ""}, {"provider": _DROP}, {"cost": "0.5"},
-        {"cost": 0.5}, {"cost": True}, {"cost": None}, {"role": "user"},
-        {"tokens": [1, 2]}, {"tokens": "x"}, {"tokens": None},
-        {"sessionID": 5}, {"path": "not-an-object"},
+        {},
+        {"model": ""},
+        {"model": "   "},
+        {"model": " claude-haiku-4-5 "},
+        {"model": 5},
+        {"provider": None},
+        {"provider": ""},
+        {"provider": _DROP},
+        {"cost": "0.5"},
+        {"cost": 0.5},
+        {"cost": True},
+        {"cost": None},
+        {"role": "user"},
+        {"tokens": [1, 2]},
+        {"tokens": "x"},
+        {"tokens": None},
+        {"sessionID": 5},
+        {"path": "not-an-object"},
     ]
     for day, variant in enumerate(variants, start=1):
         tok = variant.pop("tokens", tokens(1000 + day, 10))
@@ -281,21 +301,39 @@ def rule_strict_json(base: Path) -> Corpus:
     raw = {
         "dup_role": '{"modelID":"claude-haiku-4-5",' + head + ',"role":"a","role":"b",'
         '"tokens":{"input":1}}',
-        "dup_model": '{"modelID":"claude-haiku-4-5","modelID":"x",' + head + ',"tokens":{"input":2}}',
-        "dup_tokens": '{"modelID":"claude-haiku-4-5",' + head + ',"tokens":{"input":4},"tokens":{}}',
-        "dup_cost": '{"modelID":"claude-haiku-4-5",' + head + ',"tokens":{"input":8},"cost":1,"cost":2}',
-        "dup_id": '{"id":"a","id":"b","modelID":"claude-haiku-4-5",' + head + ',"tokens":{"input":16}}',
+        "dup_model": '{"modelID":"claude-haiku-4-5","modelID":"x",'
+        + head
+        + ',"tokens":{"input":2}}',
+        "dup_tokens": '{"modelID":"claude-haiku-4-5",'
+        + head
+        + ',"tokens":{"input":4},"tokens":{}}',
+        "dup_cost": '{"modelID":"claude-haiku-4-5",'
+        + head
+        + ',"tokens":{"input":8},"cost":1,"cost":2}',
+        "dup_id": '{"id":"a","id":"b","modelID":"claude-haiku-4-5",'
+        + head
+        + ',"tokens":{"input":16}}',
         "dup_time_inner": '{"modelID":"claude-haiku-4-5","providerID":"a",'
         '"time":{"created":%d,"created":1},"tokens":{"input":32}}',
         "nan": '{"modelID":"claude-haiku-4-5",' + head + ',"tokens":{"input":64},"cost":NaN}',
-        "surrogate_model": '{"modelID":"claude-haiku-4-5\\ud800",' + head + ',"tokens":{"input":128}}',
+        "surrogate_model": '{"modelID":"claude-haiku-4-5\\ud800",'
+        + head
+        + ',"tokens":{"input":128}}',
         "surrogate_unknown": '{"modelID":"claude-haiku-4-5",' + head + ',"title":"\\udc00",'
         '"tokens":{"input":256}}',
-        "escaped_control": '{"modelID":"claude-haiku-4-5\\u0001",' + head + ',"tokens":{"input":512}}',
-        "raw_control": '{"modelID":"claude-haiku-4-5",' + head + ',"title":"a\x01b","tokens":{"input":3}}',
+        "escaped_control": '{"modelID":"claude-haiku-4-5\\u0001",'
+        + head
+        + ',"tokens":{"input":512}}',
+        "raw_control": '{"modelID":"claude-haiku-4-5",'
+        + head
+        + ',"title":"a\x01b","tokens":{"input":3}}',
         "dup_unknown_nested": '{"modelID":"claude-haiku-4-5",' + head + ',"path":{"a":1,"a":2},'
         '"tokens":{"input":1024}}',
-        "deep": '{"modelID":"claude-haiku-4-5",' + head + ',"x":' + "[" * 150 + "]" * 150
+        "deep": '{"modelID":"claude-haiku-4-5",'
+        + head
+        + ',"x":'
+        + "[" * 150
+        + "]" * 150
         + ',"tokens":{"input":2048}}',
         "escaped_key": '{"model\\u0049D":"claude-haiku-4-5",' + head + ',"tokens":{"input":4096}}',
         "not_json": "not json {",
@@ -303,7 +341,9 @@ def rule_strict_json(base: Path) -> Corpus:
         "number": "5",
         "truncated": '{"modelID":"claude-haiku-4-5",' + head + ',"tokens":{"input":8192}',
         "trailing": '{"modelID":"claude-haiku-4-5",' + head + ',"tokens":{"input":16384}} {}',
-        "whitespace": ' \n{"modelID":"claude-haiku-4-5",' + head + ',"tokens":{"input":32768}}\r\n\t',
+        "whitespace": ' \n{"modelID":"claude-haiku-4-5",'
+        + head
+        + ',"tokens":{"input":32768}}\r\n\t',
     }
     for day, (name, text) in enumerate(raw.items(), start=1):
         db.message(f"msg_{name}", text % at(day) if "%d" in text else text)
@@ -366,24 +406,57 @@ def rule_session_message(base: Path) -> Corpus:
     model = {"id": "claude-haiku-4-5", "providerID": "anthropic"}
     rows: list[tuple[str, str, dict[str, Any], int]] = [
         ("v1", "assistant", {"model": model, "tokens": tokens(2)}, at(2)),
-        ("v2", "assistant", {"model": model, "time": {"created": at(3)}, "tokens": tokens(4)}, at(2)),
+        (
+            "v2",
+            "assistant",
+            {"model": model, "time": {"created": at(3)}, "tokens": tokens(4)},
+            at(2),
+        ),
         ("v3", "user", {"model": model, "tokens": tokens(8)}, at(2)),
-        ("v4", "assistant", {"modelID": "claude-haiku-4-5", "providerID": "p",
-                             "tokens": tokens(16)}, at(2)),  # fmt: skip
-        ("v5", "assistant", {"model": {"modelID": "claude-haiku-4-5", "providerID": "p"},
-                             "tokens": tokens(32)}, at(2)),  # fmt: skip
-        ("v6", "assistant", {"model": {"id": "claude-haiku-4-5"}, "providerID": "p",
-                             "tokens": tokens(64)}, at(2)),  # fmt: skip
+        (
+            "v4",
+            "assistant",
+            {"modelID": "claude-haiku-4-5", "providerID": "p", "tokens": tokens(16)},
+            at(2),
+        ),
+        (
+            "v5",
+            "assistant",
+            {"model": {"modelID": "claude-haiku-4-5", "providerID": "p"}, "tokens": tokens(32)},
+            at(2),
+        ),
+        (
+            "v6",
+            "assistant",
+            {"model": {"id": "claude-haiku-4-5"}, "providerID": "p", "tokens": tokens(64)},
+            at(2),
+        ),
         ("m1", "assistant", {"model": model, "tokens": tokens(128)}, at(2)),
         ("v8", "Assistant", {"model": model, "tokens": tokens(256)}, at(2)),
-        ("v9", "assistant", {"model": {"id": "claude-opus-4-5", "providerID": "q"},
-                             "modelID": "zz", "tokens": tokens(512)}, at(2)),  # fmt: skip
+        (
+            "v9",
+            "assistant",
+            {
+                "model": {"id": "claude-opus-4-5", "providerID": "q"},
+                "modelID": "zz",
+                "tokens": tokens(512),
+            },
+            at(2),
+        ),
         ("v10", "assistant", {"model": model, "tokens": tokens(1024)}, 0),
-        ("v11", "assistant", {"model": model, "time": {"created": 0}, "tokens": tokens(2048)},
-         at(4)),  # fmt: skip
+        (
+            "v11",
+            "assistant",
+            {"model": model, "time": {"created": 0}, "tokens": tokens(2048)},
+            at(4),
+        ),
         ("v12", "assistant", {"model": model, "tokens": tokens(3000), "cost": 0.25}, at(5)),
-        ("v13", "assistant", {"model": "claude-haiku-4-5", "providerID": "p",
-                              "tokens": tokens(5)}, at(5)),  # fmt: skip
+        (
+            "v13",
+            "assistant",
+            {"model": "claude-haiku-4-5", "providerID": "p", "tokens": tokens(5)},
+            at(5),
+        ),
     ]
     for ident, kind, data, created in rows:
         db.v2(ident, kind, data, created)
@@ -447,7 +520,9 @@ def rule_roots(base: Path) -> Corpus:
         db.message(f"only-{name}", assistant(None, at(1), tokens(1 << index)))
         db.message("shared", assistant(None, at(2 + index), tokens(8 << index)))
         db.close()
-        root.file("ses/shared-file.json", assistant("shared-file", at(5 + index), tokens(64 << index)))
+        root.file(
+            "ses/shared-file.json", assistant("shared-file", at(5 + index), tokens(64 << index))
+        )
         paths.append(str(root.path))
     listed = [f" {paths[1]} ", "", paths[0], f"{paths[1]}/", str(base / "missing"), paths[2], " "]
     corpus.env["OPENCODE_DATA_DIR"] = ",".join(listed)
@@ -540,8 +615,8 @@ def rule_day_boundaries(base: Path) -> Corpus:
     for day in (1, 2):
         for minute in minutes:
             created = at(day, 0) + minute * 60_000
-            db.message(f"msg_b{day}_{minute}",
-                       assistant(None, created, tokens(1000 + minute, 10), "claude-haiku-4-5"))  # fmt: skip
+            message = assistant(None, created, tokens(1000 + minute, 10), "claude-haiku-4-5")
+            db.message(f"msg_b{day}_{minute}", message)
     db.close()
     return corpus
 

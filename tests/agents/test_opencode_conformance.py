@@ -92,7 +92,9 @@ def read_corpus(case: corpus.Corpus, tz: str = "UTC") -> ReadResult:
     cwd = os.getcwd()
     os.chdir(case.base)  # relative paths in the environment mean the same for both
     try:
-        paths = [path for root in opencode.roots(env, Path(env["HOME"])) for path in opencode.files(root)]
+        paths = [
+            path for root in opencode.roots(env, Path(env["HOME"])) for path in opencode.files(root)
+        ]
         return opencode.read_files(paths)
     finally:
         os.chdir(cwd)
@@ -101,7 +103,7 @@ def read_corpus(case: corpus.Corpus, tz: str = "UTC") -> ReadResult:
 def our_days(result: ReadResult, tz: str = "UTC") -> dict[str, Day]:
     """daily_totals of our entries, with totalTokens (the four types plus `extra`)."""
     days = daily_totals(result.entries, tz, opencode.price)
-    for day, row in days.items():
+    for row in days.values():
         row["total"] = sum(row[kind] for kind in TOKEN_TYPES)
     for entry in result.entries:
         day = _day(entry.timestamp, tz)
@@ -288,11 +290,15 @@ def _mutations() -> Iterator[tuple[str, str, Mutation]]:
 
     def lenient_strings(mp: pytest.MonkeyPatch) -> None:
         real = opencode._count
-        mp.setattr(opencode, "_count", lambda v: int(v) if isinstance(v, str) and v.isdigit() else real(v))
+        mp.setattr(
+            opencode, "_count", lambda v: int(v) if isinstance(v, str) and v.isdigit() else real(v)
+        )
 
     def floats_count(mp: pytest.MonkeyPatch) -> None:
         real = opencode._count
-        mp.setattr(opencode, "_count", lambda v: int(v) if isinstance(v, float) and v >= 0 else real(v))
+        mp.setattr(
+            opencode, "_count", lambda v: int(v) if isinstance(v, float) and v >= 0 else real(v)
+        )
 
     def no_total_fallback(mp: pytest.MonkeyPatch) -> None:
         real = opencode._entry
@@ -360,7 +366,9 @@ def _mutations() -> Iterator[tuple[str, str, Mutation]]:
     yield "float times count", "fields", epoch_from_column
 
 
-@pytest.mark.parametrize(("name", "rule", "mutate"), list(_mutations()), ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    ("name", "rule", "mutate"), list(_mutations()), ids=lambda v: v if isinstance(v, str) else ""
+)
 def test_dropping_a_rule_breaks_conformance(
     name: str, rule: str, mutate: Mutation, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
