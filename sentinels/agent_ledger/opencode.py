@@ -157,7 +157,19 @@ def _no_constant(name: str) -> Any:
     raise _Reject("not json")
 
 
-def _decode(text: str | bytes, declared: frozenset[str], strings: tuple[str, ...]) -> _Object:
+_CHECKING = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_no_constant)
+_PLAIN = json.JSONDecoder(parse_constant=_no_constant)
+
+
+def _may_repeat(text: str, declared: frozenset[str]) -> bool:
+    """Could a declared field occur twice? Only then is the slower key-checking parse
+    needed (an escaped key name can hide a repeat, so any \\u escape counts as maybe)."""
+    return "\\u" in text or any(text.count(f'"{key}"') > 1 for key in declared)
+
+
+def _decode(
+    text: str | bytes, declared: frozenset[str], strings: tuple[str, ...]
+) -> dict[str, Any]:
     """Parse one message as serde_json would into ccusage's struct: strict JSON (no BOM, no
     NaN, no raw control character in any string), no duplicate declared field, no lone
     surrogate in a declared string (duplicates inside nested objects keep the last value,
@@ -165,16 +177,21 @@ def _decode(text: str | bytes, declared: frozenset[str], strings: tuple[str, ...
     try:
         if isinstance(text, bytes):
             text = text.decode("utf-8")
-        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant)
+        decoder = _CHECKING if _may_repeat(text, declared) else _PLAIN
+        value = decoder.decode(text)
     except (ValueError, RecursionError) as err:
         raise _Reject("not json") from err
-    if not isinstance(value, _Object):
+    if not isinstance(value, dict):
         raise _Reject("not an object")
-    if value.duplicates & declared:
+    if getattr(value, "duplicates", frozenset()) & declared:
         raise _Reject("duplicate field")
     for key in strings:
         field = value.get(key)
-        if isinstance(field, str) and any("\ud800" <= ch <= "\udfff" for ch in field):
+        if (
+            isinstance(field, str)
+            and not field.isascii()
+            and any("\ud800" <= ch <= "\udfff" for ch in field)
+        ):
             raise _Reject("bad string")
     return value
 
