@@ -40,6 +40,9 @@ _LEGACY_FIELDS = frozenset({"tokens", "modelID", "providerID", "time", "id", "se
 _V2_FIELDS = frozenset({"model", "modelID", "providerID", "tokens", "time", "cost"})
 _LEGACY_STRINGS = ("modelID", "providerID", "id", "sessionID")
 _V2_STRINGS = ("modelID", "providerID")
+# Declared objects are read through a JSON value: a lone surrogate anywhere in one fails.
+_LEGACY_OBJECTS = ("tokens", "time")
+_V2_OBJECTS = ("model", "tokens", "time")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,8 +170,23 @@ def _may_repeat(text: str, declared: frozenset[str]) -> bool:
     return "\\u" in text or any(text.count(f'"{key}"') > 1 for key in declared)
 
 
+def _lone_surrogate(value: Any) -> bool:
+    """Is there a lone surrogate (from a \\u escape) in this string, or in any key or string
+    inside this value?"""
+    if isinstance(value, str):
+        return not value.isascii() and any("\ud800" <= ch <= "\udfff" for ch in value)
+    if isinstance(value, dict):
+        return any(_lone_surrogate(k) or _lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_lone_surrogate(item) for item in value)
+    return False
+
+
 def _decode(
-    text: str | bytes, declared: frozenset[str], strings: tuple[str, ...]
+    text: str | bytes,
+    declared: frozenset[str],
+    strings: tuple[str, ...],
+    objects: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Parse one message as serde_json would into ccusage's struct: strict JSON (no BOM, no
     NaN, no raw control character in any string), no duplicate declared field, no lone
@@ -185,14 +203,13 @@ def _decode(
         raise _Reject("not an object")
     if getattr(value, "duplicates", frozenset()) & declared:
         raise _Reject("duplicate field")
-    for key in strings:
-        field = value.get(key)
-        if (
-            isinstance(field, str)
-            and not field.isascii()
-            and any("\ud800" <= ch <= "\udfff" for ch in field)
-        ):
-            raise _Reject("bad string")
+    if "\\u" in text:  # only an escape can make a lone surrogate
+        for key in strings:
+            if isinstance(value.get(key), str) and _lone_surrogate(value[key]):
+                raise _Reject("bad string")
+        for key in objects:
+            if isinstance(value.get(key), dict | list) and _lone_surrogate(value[key]):
+                raise _Reject("bad string")
     return value
 
 
@@ -386,9 +403,12 @@ def _database_messages(db: Path, result: ReadResult) -> Iterator[tuple[bytes | s
 def _parse(
     data: bytes | str, source: _Source, v2: bool, result: ReadResult
 ) -> OpenCodeUsage | None:
-    declared, strings = (_V2_FIELDS, _V2_STRINGS) if v2 else (_LEGACY_FIELDS, _LEGACY_STRINGS)
+    if v2:
+        declared, strings, objects = _V2_FIELDS, _V2_STRINGS, _V2_OBJECTS
+    else:
+        declared, strings, objects = _LEGACY_FIELDS, _LEGACY_STRINGS, _LEGACY_OBJECTS
     try:
-        return _entry(_decode(data, declared, strings), source, v2)
+        return _entry(_decode(data, declared, strings, objects), source, v2)
     except _Reject as reason:
         result.reject(str(reason))
         return None

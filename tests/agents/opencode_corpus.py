@@ -336,6 +336,12 @@ def rule_strict_json(base: Path) -> Corpus:
         + "]" * 150
         + ',"tokens":{"input":2048}}',
         "escaped_key": '{"model\\u0049D":"claude-haiku-4-5",' + head + ',"tokens":{"input":4096}}',
+        "surrogate_tokens": '{"modelID":"claude-haiku-4-5",' + head + ',"tokens":{"input":5,'
+        '"note":"\\udc00"}}',
+        "surrogate_time_key": '{"modelID":"claude-haiku-4-5","providerID":"a","time":{"created":%d,'
+        '"\\ud800":1},"tokens":{"input":6}}',
+        "surrogate_path": '{"modelID":"claude-haiku-4-5",' + head + ',"path":{"cwd":"\\ud800"},'
+        '"tokens":{"input":9}}',
         "not_json": "not json {",
         "array": "[1, 2]",
         "number": "5",
@@ -460,6 +466,17 @@ def rule_session_message(base: Path) -> Corpus:
     ]
     for ident, kind, data, created in rows:
         db.v2(ident, kind, data, created)
+    raw = {
+        "v14": '{"model":{"id":"claude-haiku-4-5\\ud800","providerID":"p"},"tokens":{"input":7}}',
+        "v15": '{"model":{"id":"claude-haiku-4-5"},"model":{"id":"x"},"providerID":"p",'
+        '"tokens":{"input":9}}',
+        "v16": '{"model":{"id":"claude-haiku-4-5","id":"claude-opus-4-5","providerID":"p"},'
+        '"tokens":{"input":11}}',
+        "v17": '{"model":{"id":"claude-haiku-4-5","providerID":"p"},"id":1,"id":2,'
+        '"tokens":{"input":13}}',
+    }
+    for ident, text in raw.items():
+        db.v2(ident, "assistant", text, at(6))
     db.close()
     return corpus
 
@@ -494,6 +511,18 @@ def rule_message_files(base: Path) -> Corpus:
         "ses_a/a.b.json": assistant("ab", at(3), tokens(262144)),
         "ses_a/cost.json": assistant("c", at(3), tokens(5), cost=0.25),
         "ses_a/empty.json": "",
+        "ses_c/int_id1.json": assistant(5, at(4), tokens(1)),  # non-string id: none
+        "ses_c/int_id2.json": assistant(5, at(4), tokens(2)),
+        "ses_c/empty_id1.json": assistant("", at(4), tokens(4)),
+        "ses_c/empty_id2.json": assistant("", at(4), tokens(8)),
+        "ses_c/space_id1.json": assistant(" sp ", at(4), tokens(16)),
+        "ses_c/space_id2.json": assistant("sp", at(4), tokens(32)),
+        "ses_c/sur_id.json": '{"id":"a\\ud800","modelID":"claude-haiku-4-5","providerID":"a",'
+        '"time":{"created":T},"tokens":{"input":64}}'.replace("T", str(at(5))),
+        "ses_c/sur_session.json": '{"id":"ss","sessionID":"\\udfff","modelID":"claude-haiku-4-5",'
+        '"providerID":"a","time":{"created":T},"tokens":{"input":128}}'.replace("T", str(at(5))),
+        "ses_c/pair_model.json": '{"id":"pm","modelID":"claude-haiku-4-5\\ud83d\\ude00",'
+        '"providerID":"a","time":{"created":T},"tokens":{"input":256}}'.replace("T", str(at(5))),
     }
     for relative, content in files.items():
         root.file(relative, content)
