@@ -38,11 +38,11 @@ _MAX_TIMESTAMP_MS = 253_402_300_799_000
 # Top-level fields serde declares; a duplicate of one of these fails the whole message.
 _LEGACY_FIELDS = frozenset({"tokens", "modelID", "providerID", "time", "id", "sessionID", "cost"})
 _V2_FIELDS = frozenset({"model", "modelID", "providerID", "tokens", "time", "cost"})
-_LEGACY_STRINGS = ("modelID", "providerID", "id", "sessionID")
-_V2_STRINGS = ("modelID", "providerID")
+_LEGACY_STRINGS: tuple[str, ...] = ("modelID", "providerID", "id", "sessionID")
+_V2_STRINGS: tuple[str, ...] = ("modelID", "providerID")
 # Declared objects are read through a JSON value: a lone surrogate anywhere in one fails.
-_LEGACY_OBJECTS = ("tokens", "time")
-_V2_OBJECTS = ("model", "tokens", "time")
+_LEGACY_OBJECTS: tuple[str, ...] = ("tokens", "time")
+_V2_OBJECTS: tuple[str, ...] = ("model", "tokens", "time")
 
 
 @dataclass(frozen=True, slots=True)
