@@ -18,6 +18,7 @@ import json
 import math
 import os
 import sqlite3
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -297,15 +298,15 @@ def _entry(message: Mapping[str, Any], source: _Source, v2: bool) -> OpenCodeUsa
         agent=AGENT,
         key=key,
         timestamp=created / 1000 if created is not None and created > 0 else 0.0,
-        session=session or "",
-        project=_project(message),
-        model=model,
+        session=sys.intern(session or ""),  # few distinct values, many entries
+        project=sys.intern(_project(message)),
+        model=sys.intern(model),
         input=fresh,
         output=output,
         cache_read=read,
         cache_creation=write,
         cost_usd=_cost(message.get("cost")),
-        provider=provider,
+        provider=sys.intern(provider),
         extra=extra,
     )
 

@@ -553,7 +553,13 @@ def rule_roots(base: Path) -> Corpus:
             "ses/shared-file.json", assistant("shared-file", at(5 + index), tokens(64 << index))
         )
         paths.append(str(root.path))
-    listed = [f" {paths[1]} ", "", paths[0], f"{paths[1]}/", str(base / "missing"), paths[2], " "]
+    files_only = Root(base / "d")  # no database: its files are all read, whatever their names
+    files_only.file("ses/only-a.json", assistant("only-a-file", at(8), tokens(512)))
+    files_only.file("ses/x.json", assistant("shared", at(9), tokens(1024)))
+    files_only.file("ses/y.json", assistant("d-own", at(9), tokens(2048)))
+    paths.append(str(files_only.path))
+    listed = [f" {paths[1]} ", "", paths[0], f"{paths[1]}/", str(base / "missing"), paths[2], " ",
+              paths[3]]  # fmt: skip
     corpus.env["OPENCODE_DATA_DIR"] = ",".join(listed)
     return corpus
 
