@@ -1,0 +1,609 @@
+"""OpenCode's token usage, read the way `ccusage opencode daily` 20.0.24 reads it.
+
+OpenCode (1.x) keeps one SQLite database per data directory (`opencode.db`, or
+`opencode-<channel>.db`); every assistant step is a row of its `message` table whose JSON
+`data` carries `tokens` {input, output, reasoning, cache {read, write}, total}, `cost`,
+`modelID`, `providerID` and `time.created` (epoch ms). Older versions wrote the same JSON as
+one file per message under `storage/message/<session>/<message>.json`; a planned schema keeps
+assistant messages in `session_message`. ccusage reads all three, and so do we; every rule
+below was confirmed against the ccusage binary (docs/agents/opencode.md lists them).
+
+The module is pure: paths in, `AgentUsage` records and bounded reject counts out. It never
+logs, and never keeps or reports message text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from agentwatch.sentinels.agent_ledger.base import AgentUsage, ReadResult
+
+AGENT = "opencode"
+PRICES_FILE = Path(__file__).with_name("opencode_prices.json")
+
+DEFAULT_DB = "opencode.db"
+_CHANNEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+_U64_MAX = 2**64 - 1
+_I64_MAX = 2**63 - 1
+# Python's datetime ends with year 9999; ccusage prints later days, we reject them.
+_MAX_TIMESTAMP_MS = 253_402_300_799_000
+# Top-level fields serde declares; a duplicate of one of these fails the whole message.
+_LEGACY_FIELDS = frozenset({"tokens", "modelID", "providerID", "time", "id", "sessionID", "cost"})
+_V2_FIELDS = frozenset({"model", "modelID", "providerID", "tokens", "time", "cost"})
+_LEGACY_STRINGS: tuple[str, ...] = ("modelID", "providerID", "id", "sessionID")
+_V2_STRINGS: tuple[str, ...] = ("modelID", "providerID")
+# Declared objects are read through a JSON value: a lone surrogate anywhere in one fails.
+_LEGACY_OBJECTS: tuple[str, ...] = ("tokens", "time")
+_V2_OBJECTS: tuple[str, ...] = ("model", "tokens", "time")
+
+
+@dataclass(frozen=True, slots=True)
+class OpenCodeUsage(AgentUsage):
+    """An `AgentUsage` with what ccusage prices but the base record has no slot for: the
+    provider (for provider-prefixed price names) and `extra` tokens, reasoning and any
+    `total` beyond the four parts, which ccusage adds to totalTokens and prices as output."""
+
+    provider: str = ""
+    extra: int = 0
+
+
+class _Reject(Exception):
+    """A message that ccusage's parser fails on; the reason is a short fixed string."""
+
+
+# ------------------------------------------------------------------------------------ paths
+
+
+def roots(env: Mapping[str, str], home: Path) -> list[Path]:
+    """OpenCode's data directories as ccusage finds them: OPENCODE_DATA_DIR (a comma list,
+    used alone when set, even empty), else an absolute XDG_DATA_HOME/opencode, else
+    ~/.local/share/opencode; only directories that exist."""
+    listed = env.get("OPENCODE_DATA_DIR")
+    if listed is not None:
+        found: list[Path] = []
+        for raw in listed.split(","):
+            path = Path(raw.strip())
+            if raw.strip() and path.is_dir() and path not in found:
+                found.append(path)
+        return found
+    xdg = env.get("XDG_DATA_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        base = Path(xdg) / "opencode"
+    elif str(home) not in ("", "."):
+        base = home / ".local" / "share" / "opencode"
+    else:
+        return []
+    return [base] if base.is_dir() else []
+
+
+def database(root: Path) -> Path | None:
+    """The one database ccusage reads in a root: opencode.db, else the first (by name)
+    opencode-<channel>.db whose channel is letters, digits, '_' or '-' (possibly empty)."""
+    default = root / DEFAULT_DB
+    if default.is_file():
+        return default
+    try:
+        names = sorted(os.listdir(root))
+    except OSError:
+        return None
+    for name in names:
+        channel = name[len("opencode-") : -len(".db")] if len(name) >= 12 else None
+        if (
+            channel is not None
+            and name.startswith("opencode-")
+            and name.endswith(".db")
+            and set(channel) <= _CHANNEL_CHARS
+            and (root / name).is_file()
+        ):
+            return root / name
+    return None
+
+
+def _json_files(directory: Path, out: list[Path]) -> None:
+    """`*.json` below a directory in readdir order, depth first, symlinks neither followed
+    nor listed: ccusage's order, which decides the winner among duplicate message ids."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.is_symlink():
+                continue
+            if entry.is_file(follow_symlinks=False):
+                # Rust's extension() == "json" is Python's suffix: ".json" alone has none
+                if Path(entry.name).suffix == ".json":
+                    out.append(Path(entry.path))
+            elif entry.is_dir(follow_symlinks=False):
+                _json_files(Path(entry.path), out)
+        except OSError:
+            continue
+
+
+def files(root: Path) -> list[Path]:
+    """The root's database (first) and its legacy message files, in the order ccusage reads
+    them. Pass the lists of all roots, in `roots()` order, to one `read_files` call."""
+    found: list[Path] = []
+    db = database(root)
+    if db is not None:
+        found.append(db)
+    _json_files(root / "storage" / "message", found)
+    return found
+
+
+# ---------------------------------------------------------------------------- JSON decoding
+
+
+class _Object(dict[str, Any]):
+    """A JSON object that remembers which keys it saw twice (Python keeps the last)."""
+
+    duplicates: frozenset[str] = frozenset()
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> _Object:
+    obj = _Object(pairs)
+    if len(obj) != len(pairs):
+        keys = [key for key, _ in pairs]
+        obj.duplicates = frozenset(key for key in obj if keys.count(key) > 1)
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise _Reject("not json")
+
+
+_CHECKING = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_no_constant)
+_PLAIN = json.JSONDecoder(parse_constant=_no_constant)
+
+
+def _may_repeat(text: str, declared: frozenset[str]) -> bool:
+    """Could a declared field occur twice? Only then is the slower key-checking parse
+    needed (an escaped key name can hide a repeat, so any \\u escape counts as maybe)."""
+    return "\\u" in text or any(text.count(f'"{key}"') > 1 for key in declared)
+
+
+def _lone_surrogate(value: Any) -> bool:
+    """Is there a lone surrogate (from a \\u escape) in this string, or in any key or string
+    inside this value?"""
+    if isinstance(value, str):
+        return not value.isascii() and any("\ud800" <= ch <= "\udfff" for ch in value)
+    if isinstance(value, dict):
+        return any(_lone_surrogate(k) or _lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_lone_surrogate(item) for item in value)
+    return False
+
+
+def _decode(
+    text: str | bytes,
+    declared: frozenset[str],
+    strings: tuple[str, ...],
+    objects: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """Parse one message as serde_json would into ccusage's struct: strict JSON (no BOM, no
+    NaN, no raw control character in any string), no duplicate declared field, no lone
+    surrogate in a declared string (duplicates inside nested objects keep the last value,
+    as serde's Value does)."""
+    try:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        decoder = _CHECKING if _may_repeat(text, declared) else _PLAIN
+        value = decoder.decode(text)
+    except (ValueError, RecursionError) as err:
+        raise _Reject("not json") from err
+    if not isinstance(value, dict):
+        raise _Reject("not an object")
+    if getattr(value, "duplicates", frozenset()) & declared:
+        raise _Reject("duplicate field")
+    if "\\u" in text:  # only an escape can make a lone surrogate
+        for key in strings:
+            if isinstance(value.get(key), str) and _lone_surrogate(value[key]):
+                raise _Reject("bad string")
+        for key in objects:
+            if isinstance(value.get(key), dict | list) and _lone_surrogate(value[key]):
+                raise _Reject("bad string")
+    return value
+
+
+def _count(value: Any) -> int:
+    """serde's as_u64: a non-negative JSON integer that fits u64; anything else is 0."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _U64_MAX:
+        return value
+    return 0
+
+
+def _millis(value: Any) -> int | None:
+    """A JSON integer in i64 range (floats and strings do not count)."""
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and -_I64_MAX - 1 <= value <= _I64_MAX
+    ):
+        return value
+    return None
+
+
+def _text(value: Any) -> str | None:
+    """A non-empty string, trimmed; anything else is absent."""
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    return None
+
+
+def _object(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
+
+
+def _cost(value: Any) -> float | None:
+    """A stated cost ccusage uses: a positive finite JSON number."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        cost = float(value)
+        if math.isfinite(cost) and cost > 0:
+            return cost
+    return None
+
+
+# ------------------------------------------------------------------------------- one message
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """Where a message came from: the row's own id/session (database) and a fallback key."""
+
+    id: str | None
+    session: str | None
+    fallback_key: str
+    created: int | None = None  # v2 rows: the time_created column
+
+
+def _entry(message: Mapping[str, Any], source: _Source, v2: bool) -> OpenCodeUsage | None:
+    """One message as ccusage maps it, or None when ccusage skips it silently."""
+    tokens = _object(message.get("tokens"))
+    if tokens is None:
+        return None
+    cache_block = _object(tokens.get("cache")) or {}
+    fresh, output = _count(tokens.get("input")), _count(tokens.get("output"))
+    read, write = _count(cache_block.get("read")), _count(cache_block.get("write"))
+    extra = _count(tokens.get("reasoning"))
+    missing = _count(tokens.get("total")) - (fresh + output + read + write + extra)
+    if missing > 0:
+        if output == 0:
+            output = missing
+        else:
+            extra += missing
+    if fresh == output == read == write == extra == 0:
+        return None
+    model, provider = _model(message, v2)
+    if model is None or provider is None:
+        return None
+    time_block = _object(message.get("time"))
+    created = _millis(time_block.get("created")) if time_block is not None else None
+    if v2 and created is None:
+        created = source.created
+    if created is not None and created > _MAX_TIMESTAMP_MS:
+        raise _Reject("timestamp out of range")
+    ident = source.id if source.id is not None else _text(message.get("id"))
+    session = source.session if source.session is not None else _text(message.get("sessionID"))
+    key = f"{AGENT}:{ident}" if ident else f"{AGENT}:{source.fallback_key}"
+    return OpenCodeUsage(
+        agent=AGENT,
+        key=key,
+        timestamp=created / 1000 if created is not None and created > 0 else 0.0,
+        session=sys.intern(session or ""),  # few distinct values, many entries
+        project=sys.intern(_project(message)),
+        model=sys.intern(model),
+        input=fresh,
+        output=output,
+        cache_read=read,
+        cache_creation=write,
+        cost_usd=_cost(message.get("cost")),
+        provider=sys.intern(provider),
+        extra=extra,
+    )
+
+
+def _model(message: Mapping[str, Any], v2: bool) -> tuple[str | None, str | None]:
+    """modelID/providerID; v2 rows prefer model.id (or model.modelID) and model.providerID."""
+    model, provider = _text(message.get("modelID")), _text(message.get("providerID"))
+    if v2:
+        ref = _object(message.get("model"))
+        if ref is not None:
+            model = _text(ref.get("id")) or _text(ref.get("modelID")) or model
+            provider = _text(ref.get("providerID")) or provider
+    return model, provider
+
+
+def _project(message: Mapping[str, Any]) -> str:
+    """The working directory's last component (OpenCode writes path.cwd)."""
+    path = _object(message.get("path"))
+    cwd = path.get("cwd") if path is not None else None
+    return os.path.basename(cwd.rstrip("/")) if isinstance(cwd, str) else ""
+
+
+# ----------------------------------------------------------------------------- the database
+
+
+def _column_text(value: Any) -> str | None:
+    """A column read as ccusage's sqlite crate reads a String: NULL and bad UTF-8 fail."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return str(value)
+
+
+def _open(db: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(f"{db.absolute().as_uri()}?mode=ro", uri=True, timeout=5)
+    connection.text_factory = bytes
+    return connection
+
+
+def _columns(connection: sqlite3.Connection, table: str) -> set[str]:
+    rows = connection.execute("SELECT name FROM pragma_table_info(?)", (table,)).fetchall()
+    return {_column_text(row[0]) or "" for row in rows}
+
+
+def _table(connection: sqlite3.Connection, table: str) -> bool:
+    query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ? LIMIT 1"
+    return connection.execute(query, (table,)).fetchone() is not None
+
+
+def _database_messages(db: Path, result: ReadResult) -> Iterator[tuple[bytes | str, _Source, bool]]:
+    """The rows ccusage reads: `message` (id, session_id, data), then `session_message`
+    rows of type 'assistant'; rows with a NULL or non-text column are skipped."""
+    try:
+        connection = _open(db)
+    except sqlite3.Error:
+        result.reject("database unreadable")
+        return
+    try:
+        if _table(connection, "message"):
+            cursor = connection.execute("SELECT id, session_id, data FROM message")
+            for index, (ident, session, data) in enumerate(cursor):
+                ident_text, session_text = _column_text(ident), _column_text(session)
+                text = _column_text(data)
+                if ident_text is None or session_text is None or text is None:
+                    continue
+                yield text, _Source(ident_text or None, session_text, f"{db}#m{index}"), False
+        if _table(connection, "session_message") and {"id", "session_id", "type", "data"} <= (
+            columns := _columns(connection, "session_message")
+        ):
+            created = "time_created" if "time_created" in columns else "NULL"
+            query = f"SELECT id, session_id, type, data, {created} FROM session_message"
+            for index, (ident, session, kind, data, made) in enumerate(connection.execute(query)):
+                ident_text, session_text = _column_text(ident), _column_text(session)
+                text = _column_text(data)
+                if ident_text is None or session_text is None or text is None:
+                    continue
+                if _column_text(kind) != "assistant":
+                    continue
+                stamp = int(made) if isinstance(made, int | float) and math.isfinite(made) else 0
+                source = _Source(ident_text or None, session_text, f"{db}#s{index}", stamp)
+                yield text, source, True
+    except sqlite3.Error:
+        result.reject("database unreadable")
+    finally:
+        connection.close()
+
+
+# ------------------------------------------------------------------------------ read_files
+
+
+def _parse(
+    data: bytes | str, source: _Source, v2: bool, result: ReadResult
+) -> OpenCodeUsage | None:
+    if v2:
+        declared, strings, objects = _V2_FIELDS, _V2_STRINGS, _V2_OBJECTS
+    else:
+        declared, strings, objects = _LEGACY_FIELDS, _LEGACY_STRINGS, _LEGACY_OBJECTS
+    try:
+        return _entry(_decode(data, declared, strings, objects), source, v2)
+    except _Reject as reason:
+        result.reject(str(reason))
+        return None
+
+
+def _message_root(path: Path, db_ids: Mapping[Path, set[str]]) -> set[str]:
+    """The ids the database of this file's root contributed (ccusage skips a file whose
+    name, less .json, is one of them, without reading it)."""
+    for root, ids in db_ids.items():
+        if path.is_relative_to(root / "storage" / "message"):
+            return ids
+    return set()
+
+
+def read_files(paths: Iterable[Path]) -> ReadResult:
+    """Every counted assistant message, in ccusage's order, first occurrence of an id kept.
+
+    `paths` are what `files()` lists for each root (database first), roots in `roots()`
+    order. A database is read whole on every call: its rows change in place, and their
+    keys (the message ids) are what keeps a re-read from counting anything twice."""
+    result = ReadResult()
+    seen: set[str] = set()
+    db_ids: dict[Path, set[str]] = {}
+
+    def keep(entry: OpenCodeUsage | None) -> str | None:
+        if entry is None or entry.key in seen:
+            return None
+        seen.add(entry.key)
+        result.entries.append(entry)
+        return entry.key
+
+    for path in paths:
+        if path.suffix == ".db":
+            ids = db_ids.setdefault(path.parent, set())
+            for data, source, v2 in _database_messages(path, result):
+                entry = _parse(data, source, v2, result)
+                if entry is not None and source.id:
+                    ids.add(source.id)
+                keep(entry)
+            continue
+        if path.stem in _message_root(path, db_ids):
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:
+            result.reject("unreadable")
+            continue
+        keep(_parse(data, _Source(None, None, f"file:{path}"), False, result))
+    return result
+
+
+# ------------------------------------------------------------------------------------ price
+
+
+@cache
+def _table_of_prices() -> dict[str, dict[str, Any]]:
+    with PRICES_FILE.open(encoding="utf-8") as handle:
+        models: dict[str, dict[str, Any]] = json.load(handle)["models"]
+    return models
+
+
+def _resolve(model: str) -> str:
+    """ccusage's aliases for OpenCode model ids."""
+    return {"gemini-3-pro-high": "gemini-3-pro-preview", "k2p6": "kimi-k2.6"}.get(model, model)
+
+
+def _normalize(model: str) -> str:
+    """claude-<family>-4.5 and claude-<family>-45x become claude-<family>-4-5, as in ccusage."""
+    for family in ("claude-haiku-", "claude-opus-", "claude-sonnet-"):
+        if not model.startswith(family):
+            continue
+        rest = model[len(family) :]
+        major, dot, minor = rest.partition(".")
+        if dot and major.isdigit() and major.isascii() and minor[:1].isdigit():
+            return f"{family}{major}-{minor}"
+        if len(rest) >= 2 and rest[0].isdigit() and rest[1].isdigit():
+            return f"{family}{rest[0]}-{rest[1:]}"
+    return model
+
+
+def candidates(model: str, provider: str) -> list[str]:
+    """The names ccusage tries in order: the model, its normalized form, then both with the
+    provider (dashes as underscores) in front."""
+    resolved = _resolve(model)
+    base = [resolved]
+    if (normalized := _normalize(resolved)) != resolved:
+        base.append(normalized)
+    names = list(base)
+    if provider and provider != "unknown":
+        names += [f"{provider.replace('-', '_')}/{name}" for name in base]
+    return names
+
+
+_CLASSES = ("input", "output", "cache_read", "cache_write")
+
+
+def _tiered(tokens: int, base: float, above: float | None, threshold: int) -> float:
+    if above is not None and tokens > threshold:
+        return threshold * base + (tokens - threshold) * above
+    return tokens * base
+
+
+def _cost_of(rates: Mapping[str, Any], counts: Mapping[str, int]) -> float | None:
+    """USD for the counts at a model's rates (USD per million), tiers as ccusage applies
+    them: "per_class" charges each class's tokens above the threshold at the higher rate,
+    "request" bills every token at the higher rates once the prompt (input + cache) passes it.
+    None when a class has tokens but the page gives that class no price."""
+    tier = rates.get("above") or {}
+    threshold = int(tier.get("threshold", 200_000))
+    long_request = tier.get("mode") == "request" and (
+        counts["input"] + counts["cache_read"] + counts["cache_write"] > threshold
+    )
+    total = 0.0
+    for kind in _CLASSES:
+        tokens = counts[kind]
+        if tokens == 0:
+            continue
+        base = rates.get(kind)
+        if base is None:
+            return None
+        above = tier.get(kind)
+        if tier.get("mode") == "per_class":
+            total += _tiered(tokens, base / 1e6, None if above is None else above / 1e6, threshold)
+        else:
+            rate = above if long_request and above is not None else base
+            total += tokens * rate / 1e6
+    return total
+
+
+def _boundary(char: str) -> bool:
+    return not (char.isascii() and char.isalnum())
+
+
+def _version_follows(key: str, suffix: str) -> bool:
+    """A key ending in a digit must not match the start of a longer version (gpt-5 in
+    gpt-5-1), though a date (8 digits) may follow."""
+    if not key[-1:].isdigit() or suffix[:1] not in ("-", "."):
+        return False
+    rest = suffix[1:]
+    digits = len(rest) - len(rest.lstrip("0123456789"))
+    if digits == 0:
+        return False
+    after = rest[digits : digits + 1]
+    return not (digits == 8 and (after == "" or _boundary(after)))
+
+
+def _contains(value: str, key: str) -> bool:
+    """Does `key` occur in `value` between non-alphanumeric boundaries?"""
+    start = value.find(key) if key else -1
+    while start >= 0:
+        suffix = value[start + len(key) :]
+        if (start == 0 or _boundary(value[start - 1])) and (
+            not suffix or (_boundary(suffix[0]) and not _version_follows(key, suffix))
+        ):
+            return True
+        start = value.find(key, start + len(key))
+    return False
+
+
+def find(table: Mapping[str, Any], model: str) -> Any:
+    """ccusage's lookup: the exact name, else the longest key that contains the name or is
+    contained in it at word boundaries ('.' and '@' read as '-'); ties go to the smaller."""
+    if model in table:
+        return table[model]
+    norm = model.replace(".", "-").replace("@", "-")
+    found = [
+        key
+        for key in table
+        if _contains(model, key)
+        or _contains(key, model)
+        or _contains(norm, key.replace(".", "-").replace("@", "-"))
+        or _contains(key.replace(".", "-").replace("@", "-"), norm)
+    ]
+    if not found:
+        return None
+    return table[min(found, key=lambda key: (-len(key.encode()), key.encode()))]
+
+
+def price(entry: AgentUsage) -> float | None:
+    """USD for an entry from opencode_prices.json (the providers' published rates), for
+    entries without a stated cost; None for models the table does not price."""
+    provider = getattr(entry, "provider", "")
+    counts = {
+        "input": entry.input,
+        "output": entry.output + getattr(entry, "extra", 0),
+        "cache_read": entry.cache_read,
+        "cache_write": entry.cache_creation,
+    }
+    table = _table_of_prices()
+    for name in candidates(entry.model, provider):
+        rates = find(table, name)
+        if rates is None:
+            continue
+        cost = _cost_of(rates, counts)
+        if cost is not None and cost > 0:
+            return cost
+    return None
