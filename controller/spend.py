@@ -1,7 +1,8 @@
 """What the budget guard counts as spent: the ledger's spend, or the orchestrator's, the larger.
 
 The token ledger prices every message it sees and publishes `agentwatch_spend_usd{period}` in
-its spool file, so the guard works without any orchestrator. The period is configured
+its spool file, and the agent ledger the same for the other agent CLIs: their sum is what the
+agents spent, so the guard works without any orchestrator. The period is configured
 (`controller.budget_period`); `auto` counts the run started with `agentwatch run-budget start`
 while one is active, else the local day. When an orchestrator reports its run's spend, the
 larger of the two counts (either may miss spend the other sees). A missing or unusable ledger
@@ -21,7 +22,8 @@ from agentwatch.core.spool import SpoolParseError, parse_text, spool_path
 
 log = logging.getLogger("agentwatch.controller")
 
-LEDGER = "token-ledger"  # the sentinel whose spool file says what was spent
+LEDGER = "token-ledger"  # the sentinel whose spool file says what Claude Code spent
+AGENT_LEDGER = "agent-ledger"  # ...and what the other agent CLIs spent (optional)
 SPEND_METRIC = "agentwatch_spend_usd"
 PERIODS = ("day", "week", "month", "run")
 ORCHESTRATOR = "orchestrator"  # the period label when only the orchestrator knows the spend
@@ -43,15 +45,16 @@ def resolve_period(configured: str, run: run_budget.Run) -> str:
 
 
 def ledger_spend(text: str, period: str) -> float | None:
-    """agentwatch_spend_usd{period} from exposition text; None when the file lacks it.
-    Raises SpoolParseError when the text is not a valid exposition."""
-    for family in parse_text(text):
-        if family.name != SPEND_METRIC:
-            continue
-        for sample in family.samples:
-            if sample.labels.get("period") == period and sample.value >= 0:
-                return float(sample.value)
-    return None
+    """agentwatch_spend_usd{period} from exposition text, summed over its agents; None when
+    the file lacks it. Raises SpoolParseError when the text is not a valid exposition."""
+    values = [
+        float(sample.value)
+        for family in parse_text(text)
+        if family.name == SPEND_METRIC
+        for sample in family.samples
+        if sample.labels.get("period") == period and sample.value >= 0
+    ]
+    return sum(values) if values else None
 
 
 class SpendReader:
@@ -59,9 +62,11 @@ class SpendReader:
 
     def __init__(self, spool_dir: Path, state_dir: Path, period: str):
         self.path = spool_path(spool_dir, LEDGER)
+        self.agents_path = spool_path(spool_dir, AGENT_LEDGER)
         self.state_dir = state_dir
         self.period = period
         self.gate = FailureGate(log, f"ledger spend from {self.path}")
+        self.agents_gate = FailureGate(log, f"agent ledger spend from {self.agents_path}")
         self.run_gate = FailureGate(log, f"run-budget file in {state_dir}")
 
     def current_period(self) -> str:
@@ -73,27 +78,42 @@ class SpendReader:
         return resolve_period(self.period, run)
 
     def _ledger(self, period: str, guarding: bool) -> float | None:
+        """Claude Code's spend plus the other agents' (when the agent ledger runs)."""
+        # Without a cap, no ledger file (disabled, not started yet) is no news; the agent
+        # ledger's file is missing wherever no other agent CLI is installed.
+        claude = self._spend_in(self.path, period, self.gate, required=True, guarding=guarding)
+        others = self._spend_in(self.agents_path, period, self.agents_gate, required=False)
+        if claude is None and others is None:
+            return None
+        return (claude or 0.0) + (others or 0.0)
+
+    def _spend_in(
+        self, path: Path, period: str, gate: FailureGate, *, required: bool, guarding: bool = False
+    ) -> float | None:
+        """The spend one spool file states; `required`: its absence is worth a warning (the
+        token ledger's, while a cap is set), not so the agent ledger's."""
         try:
-            text = read_text(self.path, SPOOL_LIMIT)
+            text = read_text(path, SPOOL_LIMIT)
         except FileNotFoundError:
-            if guarding:  # without a cap, no ledger (disabled, not started yet) is no news
-                self.gate.failed("no such file (is the token ledger running?)")
+            if required and guarding:
+                gate.failed("no such file (is the token ledger running?)")
             return None
         except FileRefused as err:
-            self.gate.failed(f"refused ({err.reason})")
+            gate.failed(f"refused ({err.reason})")
             return None
         except (OSError, UnicodeDecodeError) as err:
-            self.gate.failed(f"unreadable ({type(err).__name__})")
+            gate.failed(f"unreadable ({type(err).__name__})")
             return None
         try:
             value = ledger_spend(text, period)
         except SpoolParseError as err:
-            self.gate.failed(f"not a valid exposition ({err})")
+            gate.failed(f"not a valid exposition ({err})")
             return None
         if value is None:
-            self.gate.failed(f'has no {SPEND_METRIC}{{period="{period}"}}')
+            if required:
+                gate.failed(f'has no {SPEND_METRIC}{{period="{period}"}}')
             return None
-        self.gate.succeeded()
+        gate.succeeded()
         return value
 
     def read(self, orchestrator_usd: float | None, guarding: bool = True) -> Spend | None:

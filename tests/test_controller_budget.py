@@ -151,6 +151,30 @@ def test_a_missing_or_bad_ledger_file_leaves_the_orchestrator_alone_and_logs_onc
     assert "token-ledger.prom" in caplog.records[0].message
 
 
+AGENTS = """# HELP agentwatch_spend_usd Cost since the start of the period.
+# TYPE agentwatch_spend_usd gauge
+agentwatch_spend_usd{agent="codex",period="day"} 1.25
+agentwatch_spend_usd{agent="gemini",period="day"} 0.25
+agentwatch_spend_usd{agent="gemini",period="week"} 3
+"""
+
+
+def test_the_other_agents_spend_is_added_and_their_ledger_is_optional(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    spend = reader(tmp_path, LEDGER)
+    (tmp_path / "spool" / "agent-ledger.prom").write_text(AGENTS)
+    assert spend.read(None) == Spend(9.5 + 1.25 + 0.25, "day")
+    assert reader(tmp_path, LEDGER, "month").read(None) == Spend(80.0, "month")  # none there
+    (tmp_path / "spool" / "token-ledger.prom").unlink()
+    assert spend.read(None) == Spend(1.5, "day")  # Claude Code's ledger not running
+    (tmp_path / "spool" / "agent-ledger.prom").write_text("agentwatch_spend_usd{period= bad\n")
+    with caplog.at_level(logging.WARNING, "agentwatch.controller"):
+        assert spend.read(2.0) == Spend(2.0, "orchestrator")
+        assert spend.read(2.0) == Spend(2.0, "orchestrator")
+    assert [r.message for r in caplog.records if "agent-ledger.prom" in r.message]
+
+
 def test_the_run_period_reads_the_ledgers_run_spend(tmp_path: Path) -> None:
     spend = reader(tmp_path, LEDGER + 'agentwatch_spend_usd{period="run"} 2.5\n')
     run_budget.start(tmp_path / "state", 1000.0)

@@ -13,8 +13,15 @@ import pytest
 from prometheus_client.metrics_core import CounterMetricFamily
 
 from agentwatch.core import spool
+from agentwatch.sentinels.agent_ledger.base import CLAUDE_CODE
 from agentwatch.sentinels.token_ledger.ledger import Ledger
-from agentwatch.sentinels.token_ledger.metrics import COUNTERS, ERROR_KINDS, CounterText, families
+from agentwatch.sentinels.token_ledger.metrics import (
+    BY_AGENT,
+    COUNTERS,
+    ERROR_KINDS,
+    CounterText,
+    families,
+)
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.store import Store
 from tests.transcripts import append, assistant, encode, transcript, user_line
@@ -328,8 +335,13 @@ def _fresh_counter_text(ledger: Ledger) -> str:
     projects = {row[0] for row in ledger.sessions.values()}
     out = []
     for name, (documentation, label_names) in COUNTERS.items():
-        family = CounterMetricFamily(name, documentation, labels=list(label_names))
-        rows = {labels: value for (n, labels), value in ledger.counters.items() if n == name}
+        agent = ("agent",) if name in BY_AGENT else ()
+        family = CounterMetricFamily(name, documentation, labels=[*agent, *label_names])
+        rows = {
+            (CLAUDE_CODE,) * len(agent) + labels: value
+            for (n, labels), value in ledger.counters.items()
+            if n == name
+        }
         if name == "agentwatch_api_errors":
             for project in projects:
                 for kind in ERROR_KINDS:

@@ -30,6 +30,7 @@ from agentwatch.sentinels.token_ledger.windows import Windows
 from tests.transcripts import append, assistant, encode, transcript
 
 PRICES = PriceBook.load()
+CLAUDE = ("agent", "claude-code")  # the label of every series of the token ledger's spend
 T0 = 1_795_000_000_000 // HOUR_MS * HOUR_MS  # an hour boundary (ms), 2026-11-18T...
 
 
@@ -312,7 +313,7 @@ def test_spend_per_period_in_a_local_zone(tz, make, tmp_path: Path) -> None:
     ledger, windows = make(clock)
     ledger.catch_up()
     seen = metrics(windows)
-    spend = {k[1][0][1]: v for k, v in seen.items() if k[0] == "agentwatch_spend_usd"}
+    spend = {k[1][1][1]: v for k, v in seen.items() if k[0] == "agentwatch_spend_usd"}
     assert spend == {"day": 12.0, "week": 14.0, "month": 12.0}
     # Live lines add to the periods without a new sum, as a new sum would count them: one at
     # exactly midnight is in the minute that ends then, the day before's (minute resolution).
@@ -320,15 +321,16 @@ def test_spend_per_period_in_a_local_zone(tz, make, tmp_path: Path) -> None:
     live = [line(int(clock.now * 1000) - 5000, cost=16.0), line(midnight, cost=32.0)]
     append(transcript(tmp_path / "claude"), encode(*live))
     ledger.catch_up()
-    spend = {k[1][0][1]: v for k, v in metrics(windows).items() if k[0] == "agentwatch_spend_usd"}
+    spend = {k[1][1][1]: v for k, v in metrics(windows).items() if k[0] == "agentwatch_spend_usd"}
     assert spend == {"day": 28.0, "week": 62.0, "month": 28.0}
     _, fresh = make(clock)
     assert {k: v for k, v in metrics(fresh).items() if k[0] == "agentwatch_spend_usd"} == {
-        ("agentwatch_spend_usd", (("period", period),)): value for period, value in spend.items()
+        ("agentwatch_spend_usd", (CLAUDE, ("period", period))): value
+        for period, value in spend.items()
     }
     # ...and the next day starts again from its midnight.
     clock.now = local("2026-12-02T00:00:30")
-    spend = {k[1][0][1]: v for k, v in metrics(fresh).items() if k[0] == "agentwatch_spend_usd"}
+    spend = {k[1][1][1]: v for k, v in metrics(fresh).items() if k[0] == "agentwatch_spend_usd"}
     assert spend == {"day": 0.0, "week": 62.0, "month": 28.0}
 
 
@@ -349,7 +351,7 @@ def test_run_spend_counts_from_the_started_minute(make, tmp_path: Path) -> None:
     assert not [k for k in metrics(windows) if "run" in str(k)]
     run_budget.start(state, start)
     seen = metrics(windows)
-    assert seen[("agentwatch_spend_usd", (("period", "run"),))] == 14.0
+    assert seen[("agentwatch_spend_usd", (CLAUDE, ("period", "run")))] == 14.0
     assert seen[("agentwatch_run_started_timestamp_seconds", ())] == start
     run_budget.stop(state)
     assert not [k for k in metrics(windows) if "run" in str(k)]
@@ -366,7 +368,7 @@ def test_an_unusable_run_file_counts_nothing_and_is_logged_once(
         for _ in range(3):
             seen = metrics(windows)
             assert not [k for k in seen if "run" in str(k)]
-            assert seen[("agentwatch_spend_usd", (("period", "day"),))] >= 0
+            assert seen[("agentwatch_spend_usd", (CLAUDE, ("period", "day")))] >= 0
     said = [r for r in caplog.records if "run-budget.json" in r.getMessage()]
     assert len(said) == 1 and "started_at is not a positive number" in said[0].getMessage()
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from agentwatch.core import spool
+from agentwatch.sentinels.agent_ledger.base import CLAUDE_CODE
 from agentwatch.sentinels.token_ledger.fold import OTHER
 from agentwatch.sentinels.token_ledger.ledger import TOKEN_TYPES, Ledger, folded_labels
 from agentwatch.sentinels.token_ledger.store import CounterKey
@@ -51,6 +52,10 @@ COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+# Families the agent ledger writes too: they carry the agent (not stored, added when shown).
+BY_AGENT = frozenset({"agentwatch_tokens", "agentwatch_cost_usd", "agentwatch_api_responses"})
+
+
 class CounterText:
     """The persisted counters as exposition text, re-rendering only the series that changed.
 
@@ -91,8 +96,10 @@ class CounterText:
             yield text
 
     def _set(self, name: str, labels: tuple[str, ...], value: float) -> None:
-        names = COUNTERS[name][1]
-        line = spool.sample_line(name + "_total", dict(zip(names, labels, strict=True)), value)
+        shown = dict(zip(COUNTERS[name][1], labels, strict=True))
+        if name in BY_AGENT:
+            shown["agent"] = CLAUDE_CODE
+        line = spool.sample_line(name + "_total", shown, value)
         self.lines[name][labels] = line
         self.text[name] = None
 
@@ -175,22 +182,22 @@ def _session_families(ledger: Ledger) -> Iterator[Metric]:
     tokens = CounterMetricFamily(
         "agentwatch_session_tokens",
         "Tokens per recently active session (series expire after session_ttl).",
-        labels=["project", "session", "type"],
+        labels=["agent", "project", "session", "type"],
     )
     cost = CounterMetricFamily(
         "agentwatch_session_cost_usd",
         "Cost per recently active session in USD (expires after session_ttl).",
-        labels=["project", "session"],
+        labels=["agent", "project", "session"],
     )
     first = GaugeMetricFamily(
         "agentwatch_session_first_activity_timestamp_seconds",
         "Transcript time of a recent session's first counted line.",
-        labels=["project", "session"],
+        labels=["agent", "project", "session"],
     )
     last = GaugeMetricFamily(
         "agentwatch_session_last_activity_timestamp_seconds",
         "Transcript time of a recent session's newest counted line.",
-        labels=["project", "session"],
+        labels=["agent", "project", "session"],
     )
     kept = ledger.session_fold.kept
     fold = ledger.fold
@@ -205,17 +212,17 @@ def _session_families(ledger: Ledger) -> Iterator[Metric]:
             continue
         project = fold.show("project", project)
         for kind, value in zip(TOKEN_TYPES, values[:4], strict=True):
-            tokens.add_metric([project, session, kind], value)
-        cost.add_metric([project, session], values[4])
-        first.add_metric([project, session], first_ts)
-        last.add_metric([project, session], last_ts)
+            tokens.add_metric([CLAUDE_CODE, project, session, kind], value)
+        cost.add_metric([CLAUDE_CODE, project, session], values[4])
+        first.add_metric([CLAUDE_CODE, project, session], first_ts)
+        last.add_metric([CLAUDE_CODE, project, session], last_ts)
     if folded or any(other):  # once shown, "other" stays: a counter must not vanish and return
         for kind, value in zip(TOKEN_TYPES, other[:4], strict=True):
-            tokens.add_metric([OTHER, OTHER, kind], value)
-        cost.add_metric([OTHER, OTHER], other[4])
+            tokens.add_metric([CLAUDE_CODE, OTHER, OTHER, kind], value)
+        cost.add_metric([CLAUDE_CODE, OTHER, OTHER], other[4])
     if folded:
-        first.add_metric([OTHER, OTHER], other_first)
-        last.add_metric([OTHER, OTHER], other_last)
+        first.add_metric([CLAUDE_CODE, OTHER, OTHER], other_first)
+        last.add_metric([CLAUDE_CODE, OTHER, OTHER], other_last)
     yield from (tokens, cost, first, last)
     series = GaugeMetricFamily(
         "agentwatch_ledger_folded_series",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
+from agentwatch.sentinels.agent_ledger.base import CLAUDE_CODE
 from agentwatch.sentinels.token_ledger.blocks import Block, BlockTracker, BucketDeltas
 from agentwatch.sentinels.token_ledger.fold import OTHER
 from agentwatch.sentinels.token_ledger.ledger import Ledger
@@ -59,12 +60,12 @@ class Windows:
             "agentwatch_spend_usd",
             "Cost in USD since the start of the local day, ISO week (Monday), month, and the "
             "started run (agentwatch run-budget start; only while one is), at minute resolution.",
-            labels=["period"],
+            labels=["agent", "period"],
         )
         for period in (*PERIODS, "run"):
             value = self.spend.spend(period)
             if value is not None:
-                spend.add_metric([period], value)
+                spend.add_metric([CLAUDE_CODE, period], value)
         yield spend
         run = GaugeMetricFamily(
             "agentwatch_run_started_timestamp_seconds",

@@ -116,8 +116,8 @@ def test_sessions_past_the_cap_show_as_other(tmp_path: Path) -> None:
     text = spool.render(list(families(ledger, 0, CounterText())))
     sessions = _names(text, "agentwatch_session_tokens_total", "session")
     assert len(sessions) == 4 + 1 and "other" in sessions
-    got = value(text, "agentwatch_session_tokens_total", project="other", session="other",
-                type="input")  # fmt: skip
+    got = value(text, "agentwatch_session_tokens_total", agent="claude-code", project="other",
+                session="other", type="input")  # fmt: skip
     assert got == 60
     assert value(text, "agentwatch_ledger_folded_series", label="session") == 6
     ledger.store.close()
