@@ -1022,6 +1022,33 @@ def overview() -> Dashboard:
             "currencyUSD",
             stack=True,
         ),
+        timeseries(
+            "Spend per hour by agent",
+            "Cost rate by agent CLI: Claude Code from the token ledger, Codex, Gemini CLI and "
+            "OpenCode from the agent ledger; project and model filters apply.",
+            hourly("agentwatch_cost_usd_total", *scope, by="agent", fleet=True),
+            "currencyUSD",
+            stack=True,
+        ),
+        table(
+            "Spend by agent",
+            "Each agent CLI's tokens (all four types) and cost over the dashboard's time range; "
+            "project and model filters apply.",
+            [
+                (
+                    increase("agentwatch_tokens_total", *scope, by="agent", fleet=True),
+                    "tokens (range)",
+                    "short",
+                ),
+                (
+                    increase("agentwatch_cost_usd_total", *scope, by="agent", fleet=True),
+                    "cost (range)",
+                    "currencyUSD",
+                ),
+            ],  # fmt: skip
+            w=12,
+            sort_by="cost (range)",
+        ),
         *[
             bargauge(
                 f"{what} by {label} over the range",

@@ -301,6 +301,7 @@ FLEET_PANELS = {
         "Tokens per hour by type", "Tokens per hour by model", "Tokens per hour by project",
         "Spend per hour by project", "Spend by model over the range",
         "Spend by project over the range", "Tokens by type over the range",
+        "Spend per hour by agent", "Spend by agent",
     )
 }  # fmt: skip
 
@@ -544,7 +545,7 @@ def test_threshold_names_are_configured_thresholds(case: tuple) -> None:
 
 def test_the_documents_were_read() -> None:
     """The lint is only as good as its source: make sure the tables were really parsed."""
-    assert DOCUMENTED["agentwatch_tokens_total"] == {"project", "model", "type"}
+    assert DOCUMENTED["agentwatch_tokens_total"] == {"agent", "project", "model", "type"}
     assert DOCUMENTED["agentwatch_pane_state"] == {"tmux_session", "pane", "agent", "state"}
     assert DOCUMENTED["agentwatch_host_load_average"] == {"window"}
     assert DOCUMENTED["agentwatch_orchestrator_up"] == set()
