@@ -24,6 +24,7 @@ from agentwatch.controller import report
 from agentwatch.core import claude, config, paths, run_budget
 from agentwatch.core.files import write_atomic
 from agentwatch.core.process import die_with_parent
+from agentwatch.demo import other_agents
 from agentwatch.sentinels import registry
 
 if TYPE_CHECKING:  # every command builds the parser: these load when `up` runs
@@ -159,6 +160,11 @@ class Layout:
         return self.state / "demo" / "claude"
 
     @property
+    def other_agents_dir(self) -> Path:
+        """Codex CLI, Gemini CLI and OpenCode sessions (demo.other_agents writes them)."""
+        return self.state / "demo" / "agents"
+
+    @property
     def tmux_socket(self) -> Path:
         return self.state / "demo" / "tmux.sock"
 
@@ -241,6 +247,8 @@ def plan(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> list[C
     if layout.demo:  # the demo's transcripts come from the derived config, not the caller's
         env.pop("CLAUDE_CONFIG_DIR", None)
         (layout.claude_dir / "projects").mkdir(parents=True, exist_ok=True)
+        # ...and the other agents' sessions from the demo's folder, not the caller's home
+        env.update(other_agents.env_for(layout.other_agents_dir))
     listen = args.listen or cfg["exporter"]["listen"]
     children = [
         Child("exporter", [*base, "exporter", "--spool-dir", str(spool), "--listen", listen], env)
@@ -280,6 +288,9 @@ def plan(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> list[C
                            "--burn-seconds", str(demo["burn_seconds"]),
                            "--stall-after", str(demo["stall_after_turns"]),
                            *(["--claude", layout.claude] if layout.claude else [])], env),
+            Child("demo-agents", [sys.executable, "-m", "agentwatch.demo.other_agents",
+                                  str(layout.other_agents_dir),
+                                  "--every", str(demo["other_agents_every"])], env),
         ]  # fmt: skip
     return children
 

@@ -496,6 +496,9 @@ BASE_SCHEMA: dict[str, Any] = {
         "burn_seconds": Key(900.0, duration, "the burning session burns this long, then calms"),
         "stall_after_turns": Key(8, positive_int, "turns before a session stalls on an API error"),
         "seconds_per_turn": Key(4.0, duration, "pace of a steady simulated session"),
+        "other_agents_every": Key(
+            10.0, duration, "seconds between responses of the demo's Codex, Gemini, OpenCode"
+        ),
         "orchestrator_listen": Key(
             "127.0.0.1:9852", listen_address, "the demo orchestrator the controller steers"
         ),
