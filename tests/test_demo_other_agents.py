@@ -29,6 +29,11 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def _paths(reader, env: dict[str, str]) -> list[Path]:
+    """The session files the reader finds in the demo's folder (no home to fall back on)."""
+    return [path for root in reader.roots(env, Path("/nonexistent")) for path in reader.files(root)]
+
+
 @pytest.mark.parametrize("reader", READERS, ids=lambda reader: reader.AGENT)
 def test_the_readers_count_every_response_with_a_price(written: Path, reader) -> None:
     env = env_for(written)
@@ -50,8 +55,7 @@ def test_ccusage_reads_the_same_tokens(written: Path, reader) -> None:
         env=env, capture_output=True, text=True, check=True, timeout=60,
     )  # fmt: skip
     days = json.loads(report.stdout)["daily"]
-    paths = [p for root in reader.roots(env, Path("/nonexistent")) for p in reader.files(root)]
-    entries = reader.read_files(paths).entries
+    entries = reader.read_files(_paths(reader, env)).entries
     assert len(days) == 1
     assert days[0]["inputTokens"] == sum(entry.input for entry in entries) > 0
     assert days[0]["cacheReadTokens"] == sum(entry.cache_read for entry in entries) > 0
