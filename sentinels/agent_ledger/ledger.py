@@ -150,9 +150,10 @@ class Ledger:
         self.home = Path.home() if home is None else home
         self.counters = store.counters()
         kept = store.kept()
-        self.folds = {
+        agents = {*self.readers, *(labels[0] for _name, labels in self.counters)}
+        self.folds = {  # agents no longer configured too: their totals still show
             agent: Fold(self.caps, kept.get(agent, {}), names_in(self.counters, agent))
-            for agent in self.readers
+            for agent in agents
         }
         since = clock() - session_ttl
         recent = store.recent_sessions(since)
@@ -231,7 +232,6 @@ class Ledger:
 
     def _failed(self, agent: str, err: Exception) -> None:
         self.read_errors[agent] += 1
-        log.debug("%s reader failed", agent, exc_info=True)
         self._gates[agent].failed(f"{type(err).__name__} (its files are read again later)")
 
     def _read(

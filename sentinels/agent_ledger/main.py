@@ -139,10 +139,7 @@ class AgentLedger:
         yield errors
 
     def _fold(self, agent: str) -> Fold:
-        fold = self.ledger.folds.get(agent)
-        if fold is None:  # an agent no longer configured: its totals show as they were kept
-            fold = self.ledger.folds[agent] = Fold(self.ledger.caps, {}, {})
-        return fold
+        return self.ledger.folds[agent]
 
     def _counters(self) -> Iterator[Metric]:
         shown: dict[str, dict[tuple[str, ...], float]] = {name: {} for name in COUNTERS}

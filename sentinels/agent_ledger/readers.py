@@ -15,9 +15,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
-from agentwatch.sentinels.agent_ledger.base import AgentUsage, ReadResult
+if TYPE_CHECKING:  # the registry imports this for the agents key's default: keep it light
+    from agentwatch.sentinels.agent_ledger.base import AgentUsage, ReadResult
 
 
 class Reader(Protocol):

@@ -1,0 +1,109 @@
+"""SIGKILL during a backfill never counts twice: a real `agentwatch sentinel agent-ledger`
+process is killed mid-backfill (while its database holds some of the files, not all) again and
+again on a generated Gemini corpus, restarted each time, and finished with `--once`; its spool
+file then equals that of one clean run on the same files, and its totals the reader's."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from agentwatch.sentinels.agent_ledger import gemini
+from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES, daily_totals
+from agentwatch.sentinels.agent_ledger.store import DATABASE_FILE
+from tests.agents import gemini_corpus as corpus
+from tests.agents.agent_ledger_run import Samples, Setup, gemini_entries, total
+
+KILLS = 3
+
+
+def committed(database: Path) -> tuple[int, float, float] | None:
+    """(files committed, input tokens in the rows, input tokens in the counters), or None
+    while the database cannot be read yet."""
+    try:
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=0.05) as db:
+            files = db.execute("SELECT count(*) FROM files").fetchone()[0]
+            rows = db.execute("SELECT total(t_in) FROM responses").fetchone()[0]
+            counted = db.execute(
+                "SELECT total(value) FROM counters WHERE name = 'agentwatch_tokens' "
+                "AND labels LIKE '%\"input\"]'"
+            ).fetchone()[0]
+    except sqlite3.Error:
+        return None
+    return files, rows, counted
+
+
+def kill_mid_backfill(setup: Setup, data: Path, files: int, after: int) -> int:
+    """Start the sentinel (a loop, not --once) and SIGKILL it once more than `after` but
+    fewer than all files are committed; how many were (all of them when it was too quick)."""
+    process = subprocess.Popen(
+        [*setup.command(), "--spool-dir", str(setup.spool), "--state-dir", str(setup.state)],
+        env=setup.env(data), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    database = setup.state / DATABASE_FILE
+    seen = after
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            state = committed(database) if database.exists() else None
+            if state is not None:
+                seen = state[0]
+                if after < seen < files or seen >= files:
+                    break
+            time.sleep(0.002)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+    return seen
+
+
+def comparable(found: Samples) -> Samples:
+    """Everything but the loop's own series (and spend, a sum over time: checked apart);
+    the per-session series summed per type, as which sessions keep a series of their own
+    past max_sessions depends on the order they became active (a restart: the newest)."""
+    kept: Samples = {}
+    for (name, labels), value in found.items():
+        if name.startswith(("agentwatch_sentinel_", "agentwatch_spend_usd")):
+            continue
+        if name.startswith("agentwatch_session_") and name.endswith("_total"):
+            labels = tuple(item for item in labels if item[0] in ("agent", "type"))
+            kept[(name, labels)] = kept.get((name, labels), 0.0) + value
+        elif name.startswith("agentwatch_session_") or name.endswith("_folded_series"):
+            continue
+        else:
+            kept[(name, labels)] = value
+    return kept
+
+
+def test_sigkill_mid_backfill_then_restart_equals_one_clean_run(tmp_path: Path) -> None:
+    data = corpus.mixed(tmp_path / "corpus", seed=11, sessions=600).data_dir
+    files = len(gemini.files(data))
+    clean = Setup(tmp_path / "clean").once(data)
+
+    crashed = Setup(tmp_path / "crashed")
+    crashed.config()
+    partial, seen = 0, 0
+    for _ in range(KILLS):
+        seen = kill_mid_backfill(crashed, data, files, seen)
+        state = committed(crashed.state / DATABASE_FILE)
+        assert state is not None
+        assert state[1] == state[2], "rows and counters disagree after a SIGKILL"
+        partial += 0 < state[0] < files
+        if seen >= files:
+            break
+    assert partial, "no kill landed mid-backfill: the corpus is read too fast to test this"
+    again = crashed.once(data)
+    assert comparable(again) == pytest.approx(comparable(clean), rel=1e-12)  # float sums
+    assert crashed.once(data) == crashed.once(data)  # and a restart after all is quiet
+
+    entries = gemini_entries(data)
+    days = daily_totals(entries, "UTC", gemini.price).values()
+    for kind in TOKEN_TYPES:
+        assert total(again, "agentwatch_tokens_total", type=kind) == sum(d[kind] for d in days)
+    month = total(again, "agentwatch_spend_usd", period="month")
+    assert month == total(clean, "agentwatch_spend_usd", period="month")
