@@ -18,11 +18,13 @@ import time
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
 
 from agentwatch.core import run_budget
+from agentwatch.exporter.collector import SpoolCollector
+from agentwatch.sentinels import registry
 from agentwatch.sentinels.agent_ledger import gemini
 from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES, daily_totals
-from agentwatch.sentinels.registry import get
 from agentwatch.sentinels.token_ledger.spend import period_starts
 from tests.agents import agent_ledger_fake as fake
 from tests.agents import gemini_corpus as corpus
@@ -35,7 +37,9 @@ from tests.agents.agent_ledger_run import (
     total,
 )
 from tests.agents.test_gemini_conformance import ccusage_rows
+from tests.conftest import run_ledger_once, samples
 from tests.test_metrics_doc import LOOP_FAMILIES, families_of
+from tests.transcripts import assistant, encode, transcript
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "gemini" / "tmp"
 TOKENS = "agentwatch_tokens_total"
@@ -86,7 +90,7 @@ def test_totals_equal_the_readers_and_ccusage(tmp_path: Path) -> None:
 def test_the_spool_file_names_only_what_it_declares(tmp_path: Path) -> None:
     found = Setup(tmp_path).once(FIXTURES)
     text = (tmp_path / "spool" / "agent-ledger.prom").read_text()
-    declared = set(get("agent-ledger").metrics)
+    declared = set(registry.get("agent-ledger").metrics)
     assert set(families_of(text)) - LOOP_FAMILIES == declared
     for sample, labels in found:
         if sample.startswith("agentwatch_sentinel_"):
@@ -260,3 +264,26 @@ def test_an_unknown_agent_is_a_config_problem(tmp_path: Path) -> None:
     setup.config(agents=["gemini", "nosuch"])
     with pytest.raises(AssertionError, match="no reader for nosuch"):
         setup.once(FIXTURES)
+
+
+# ----------------------------------------------------------------------------- with Claude's
+
+
+def test_the_exporter_merges_it_with_the_token_ledger(tmp_path: Path) -> None:
+    setup = Setup(tmp_path)
+    claude = tmp_path / "claude"
+    transcript(claude).write_bytes(encode(assistant(input_tokens=123)))
+    run_ledger_once({"claude": claude, "spool": setup.spool, "state": setup.state})
+    ours = setup.once(FIXTURES)
+    metrics = CollectorRegistry(auto_describe=False)
+    thresholds = registry.config_from_mapping({})["thresholds"]
+    collector = SpoolCollector(setup.spool, ["token-ledger", "agent-ledger"], thresholds=thresholds)
+    metrics.register(collector)  # type: ignore[arg-type]
+    served = samples(generate_latest(metrics).decode())
+    for name in ("token-ledger", "agent-ledger"):
+        up = served[("agentwatch_sentinel_up", (("sentinel", name),))]
+        assert up == 1, name  # both files served: no clash between them
+    assert total(served, TOKENS, type="input") == 123 + total(ours, TOKENS, type="input")
+    assert total(served, TOKENS, agent="gemini") == total(ours, TOKENS)
+    spend = [labels for labels in series(served, "agentwatch_spend_usd")]
+    assert {"period": "day"} in spend and {"agent": "gemini", "period": "day"} in spend

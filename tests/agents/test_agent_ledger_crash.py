@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from agentwatch.sentinels.agent_ledger import gemini
+from agentwatch.sentinels.agent_ledger import gemini, readers
 from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES, daily_totals
-from agentwatch.sentinels.agent_ledger.store import DATABASE_FILE
+from agentwatch.sentinels.agent_ledger.ledger import Ledger
+from agentwatch.sentinels.agent_ledger.store import DATABASE_FILE, Store
 from tests.agents import gemini_corpus as corpus
 from tests.agents.agent_ledger_run import Samples, Setup, gemini_entries, total
 
@@ -107,3 +108,44 @@ def test_sigkill_mid_backfill_then_restart_equals_one_clean_run(tmp_path: Path) 
         assert total(again, "agentwatch_tokens_total", type=kind) == sum(d[kind] for d in days)
     month = total(again, "agentwatch_spend_usd", period="month")
     assert month == total(clean, "agentwatch_spend_usd", period="month")
+
+
+class _FailingDb:
+    """A connection that fails the Nth statement that writes sessions (mid-transaction)."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.db, name)
+
+    def executemany(self, sql: str, rows: object) -> sqlite3.Cursor:
+        if sql.startswith("INSERT INTO sessions"):
+            raise sqlite3.OperationalError("disk I/O error")
+        return self.db.executemany(sql, rows)  # type: ignore[arg-type]
+
+
+def test_a_batch_that_fails_mid_commit_is_dropped_whole_and_read_again(tmp_path: Path) -> None:
+    data = corpus.mixed(tmp_path / "corpus", seed=5, sessions=5).data_dir
+    plugs = {"gemini": (readers.Plug("gemini"), gemini)}
+    env = {"GEMINI_DATA_DIR": str(data)}
+    store = Store(tmp_path / DATABASE_FILE)
+    ledger = Ledger(store, plugs, env=env, home=tmp_path)  # type: ignore[arg-type]
+    real = store.db
+    store.db = _FailingDb(real)  # type: ignore[assignment]
+    ledger.scan()
+    with pytest.raises(sqlite3.OperationalError):  # the loop logs it as a failed cycle
+        ledger.step()  # the rows and the counters were written, then the sessions failed
+    assert ledger.read_errors["gemini"] == 0 and ledger.commits == 0
+    assert real.execute("SELECT count(*) FROM responses").fetchone()[0] == 0
+    assert real.execute("SELECT count(*) FROM files").fetchone()[0] == 0
+    assert ledger.counters == {}
+    store.db = real
+    ledger.scan()
+    while ledger.step():
+        pass
+    store.close()
+    found = Ledger(Store(tmp_path / DATABASE_FILE), plugs, env=env, home=tmp_path)  # type: ignore[arg-type]
+    counted = sum(v for (name, labels), v in found.counters.items()
+                  if name == "agentwatch_tokens" and labels[3] == "input")  # fmt: skip
+    assert counted == sum(e.input for e in gemini_entries(data))
