@@ -5,6 +5,7 @@ file then equals that of one clean run on the same files, and its totals the rea
 
 from __future__ import annotations
 
+import random
 import signal
 import sqlite3
 import subprocess
@@ -39,9 +40,10 @@ def committed(database: Path) -> tuple[int, float, float] | None:
     return files, rows, counted
 
 
-def kill_mid_backfill(setup: Setup, data: Path, files: int, after: int) -> int:
-    """Start the sentinel (a loop, not --once) and SIGKILL it once more than `after` but
-    fewer than all files are committed; how many were (all of them when it was too quick)."""
+def kill_mid_backfill(setup: Setup, data: Path, files: int, after: int, jitter: float) -> int:
+    """Start the sentinel (a loop, not --once) and SIGKILL it `jitter` seconds after more
+    than `after` but fewer than all files are committed (somewhere in reading or committing
+    the next batch); how many were (all of them when it was too quick)."""
     process = subprocess.Popen(
         [*setup.command(), "--spool-dir", str(setup.spool), "--state-dir", str(setup.state)],
         env=setup.env(data), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -55,6 +57,7 @@ def kill_mid_backfill(setup: Setup, data: Path, files: int, after: int) -> int:
             if state is not None:
                 seen = state[0]
                 if after < seen < files or seen >= files:
+                    time.sleep(jitter)
                     break
             time.sleep(0.002)
     finally:
@@ -89,12 +92,14 @@ def test_sigkill_mid_backfill_then_restart_equals_one_clean_run(tmp_path: Path) 
     crashed = Setup(tmp_path / "crashed")
     crashed.config()
     partial, seen = 0, 0
+    rng = random.Random(17)
     for _ in range(KILLS):
-        seen = kill_mid_backfill(crashed, data, files, seen)
+        seen = kill_mid_backfill(crashed, data, files, seen, rng.uniform(0.0, 0.03))
         state = committed(crashed.state / DATABASE_FILE)
         assert state is not None
         assert state[1] == state[2], "rows and counters disagree after a SIGKILL"
         partial += 0 < state[0] < files
+        seen = state[0]
         if seen >= files:
             break
     assert partial, "no kill landed mid-backfill: the corpus is read too fast to test this"
