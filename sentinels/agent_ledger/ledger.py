@@ -372,8 +372,9 @@ class Ledger:
             if current is None:
                 if last < cutoff:
                     continue
-                stored = self.store.session(agent, session)  # this batch's sums included
-                recent[session] = stored or [project, first, last, *sums]
+                # A session active again after it expired starts a new series from this
+                # batch (as the token ledger's): its earlier totals may be in "other".
+                recent[session] = [project, first, last, *sums]
                 self.session_folds[agent].admit(session)
                 continue
             current[1], current[2] = min(current[1], first), max(current[2], last)

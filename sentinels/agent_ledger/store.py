@@ -158,12 +158,6 @@ class Store:
         rows = self.db.execute("SELECT * FROM sessions WHERE last_ts >= ?", (since,))
         return {(agent, session): rest for agent, session, *rest in rows}
 
-    def session(self, agent: str, session: str) -> list | None:
-        row = self.db.execute(
-            "SELECT * FROM sessions WHERE agent = ? AND session = ?", (agent, session)
-        ).fetchone()
-        return None if row is None else list(row[2:])
-
     def kept(self) -> dict[str, dict[str, list[str]]]:
         kept: dict[str, dict[str, list[str]]] = {}
         for agent, dimension, name in self.db.execute(
