@@ -41,6 +41,7 @@ log = logging.getLogger("agentwatch.agent-ledger")
 BATCH_FILES = 64  # files of a per-file reader committed together
 BATCH_ENTRIES = 20_000  # ...or fewer, once their entries reach this
 UNKNOWN = "unknown"  # the label of an empty project, model or session
+UNREADABLE = "unreadable"  # the reject reason of a file a reader could not open or decode
 
 TOKENS = "agentwatch_tokens"
 COST = "agentwatch_cost_usd"
@@ -249,6 +250,12 @@ class Ledger:
             return states, entries
         for path in paths:
             result = reader.read_files([Path(path)])
+            if not result.entries and result.rejects.get(UNREADABLE):
+                # Gone or not readable now (permissions): not stamped, so tried again next
+                # scan, even if it comes back unchanged; a read error, not a bad record.
+                self.read_errors[batch.agent] += 1
+                del batch.stamps[path]
+                continue
             entries.extend(result.entries)
             states[path] = (FileState(batch.stamps[path], {}), dict(result.rejects))
             if len(entries) >= BATCH_ENTRIES and path != paths[-1]:  # the rest: next batch

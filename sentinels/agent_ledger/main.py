@@ -128,8 +128,8 @@ class AgentLedger:
         )
         errors = CounterMetricFamily(
             "agentwatch_agent_ledger_read_errors",
-            "Files that vanished between listing and reading, and reader failures (the files "
-            "are read again), since the sentinel started.",
+            "Files that vanished or could not be read, and reader failures (the files are "
+            "read again), since the sentinel started.",
             labels=["agent"],
         )
         for agent in agents:

@@ -14,6 +14,8 @@ import datetime as dt
 import json
 import os
 import shutil
+import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -287,3 +289,40 @@ def test_the_exporter_merges_it_with_the_token_ledger(tmp_path: Path) -> None:
     assert total(served, TOKENS, agent="gemini") == total(ours, TOKENS)
     spend = [labels for labels in series(served, "agentwatch_spend_usd")]
     assert {"period": "day"} in spend and {"agent": "gemini", "period": "day"} in spend
+
+
+# ----------------------------------------------------------------------------- as a loop
+
+
+def test_the_loop_follows_new_files_and_stops_on_sigterm(tmp_path: Path) -> None:
+    setup, model, data = Setup(tmp_path), Model(), tmp_path / "gemini"
+    path = session_file(data, "a", [msg("m1", corpus.at(5), 1000, 10)])
+    setup.config(interval=0.2)
+    command = [*setup.command(), "--spool-dir", str(setup.spool), "--state-dir", str(setup.state)]
+    process = subprocess.Popen(
+        command, env=setup.env(data), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    spool = setup.spool / "agent-ledger.prom"
+
+    def wait_for(expected: Model) -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                assert_matches(samples(spool.read_text()), expected)
+                return
+            except (AssertionError, OSError):
+                time.sleep(0.05)
+        assert_matches(samples(spool.read_text()), expected)
+
+    try:
+        model.read(data)
+        wait_for(model)
+        with path.open("a") as out:
+            out.write(json.dumps(msg("m2", corpus.at(5), 2000, 20)) + "\n")
+        session_file(data, "b", [msg("n1", corpus.at(6), 3000, 30)], session="s2")
+        model.read(data)
+        wait_for(model)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _out, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err

@@ -1,7 +1,10 @@
 """SIGKILL during a backfill never counts twice: a real `agentwatch sentinel agent-ledger`
 process is killed mid-backfill (while its database holds some of the files, not all) again and
 again on a generated Gemini corpus, restarted each time, and finished with `--once`; its spool
-file then equals that of one clean run on the same files, and its totals the reader's."""
+file then equals that of one clean run on the same files, and its totals the reader's.
+
+In process: a batch whose commit fails half-way is dropped whole and read again, and a file
+that cannot be read for a while is read once it can, even when it did not change."""
 
 from __future__ import annotations
 
@@ -10,14 +13,16 @@ import signal
 import sqlite3
 import subprocess
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
 from agentwatch.sentinels.agent_ledger import gemini, readers
-from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES, daily_totals
-from agentwatch.sentinels.agent_ledger.ledger import Ledger
+from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES, ReadResult, daily_totals
+from agentwatch.sentinels.agent_ledger.ledger import REJECTED, TOKENS, Ledger
 from agentwatch.sentinels.agent_ledger.store import DATABASE_FILE, Store
+from tests.agents import agent_ledger_fake as fake
 from tests.agents import gemini_corpus as corpus
 from tests.agents.agent_ledger_run import Samples, Setup, gemini_entries, total
 
@@ -154,3 +159,44 @@ def test_a_batch_that_fails_mid_commit_is_dropped_whole_and_read_again(tmp_path:
     counted = sum(v for (name, labels), v in found.counters.items()
                   if name == "agentwatch_tokens" and labels[3] == "input")  # fmt: skip
     assert counted == sum(e.input for e in gemini_entries(data))
+
+
+class _Flaky:
+    """The fake reader, but the first read of each file fails as unreadable (as a file with
+    no read permission would, which root cannot make)."""
+
+    AGENT = fake.AGENT
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.failed: set[Path] = set()
+        self.files = fake.files
+        self.price = fake.price
+
+    def roots(self, env: object, home: Path) -> list[Path]:
+        return [self.folder]
+
+    def read_files(self, paths: Iterable[Path]) -> ReadResult:
+        chosen = list(paths)
+        if not set(chosen) <= self.failed:
+            self.failed.update(chosen)
+            result = ReadResult()
+            result.reject("unreadable")
+            return result
+        return fake.read_files(chosen)
+
+
+def test_a_file_unreadable_for_a_while_is_read_when_it_can_be(tmp_path: Path) -> None:
+    folder = tmp_path / "fake"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(fake.line("k1", 1e9, "s", "p", "m", (5, 1, 0, 0)))
+    plugs = {fake.AGENT: (readers.Plug(fake.PLUG_MODULE, name=fake.AGENT), _Flaky(folder))}
+    ledger = Ledger(Store(tmp_path / DATABASE_FILE), plugs, home=tmp_path)  # type: ignore[arg-type]
+    for _ in range(2):  # the file does not change in between
+        ledger.scan()
+        while ledger.step():
+            pass
+    assert ledger.read_errors[fake.AGENT] == 1
+    counted = {labels[3]: v for (name, labels), v in ledger.counters.items() if name == TOKENS}
+    assert counted == {"input": 5, "output": 1}
+    assert not any(name == REJECTED for name, _labels in ledger.counters)
