@@ -219,13 +219,13 @@ class Ledger:
             return False
         batch = self.queue.popleft()
         plug, reader = self.readers[batch.agent]
-        try:
+        pending = _Pending()
+        try:  # the reader's code: reading and pricing
             states, entries = self._read(batch, plug, reader)
+            self._decide(batch.agent, reader, entries, pending)
         except Exception as err:
             self._failed(batch.agent, err)  # its files keep their old stamps: read again
             return True
-        pending = _Pending()
-        self._decide(batch.agent, reader, entries, pending)
         self._reject_counts(batch, states, pending)
         self._commit(batch, states, pending)
         self._gates[batch.agent].succeeded()

@@ -162,13 +162,14 @@ def test_a_batch_that_fails_mid_commit_is_dropped_whole_and_read_again(tmp_path:
 
 
 class _Flaky:
-    """The fake reader, but the first read of each file fails as unreadable (as a file with
-    no read permission would, which root cannot make)."""
+    """The fake reader, but the first read of each file fails: as unreadable (as a file with
+    no read permission would, which root cannot make), or by raising (a reader's bug)."""
 
     AGENT = fake.AGENT
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, raises: bool):
         self.folder = folder
+        self.raises = raises
         self.failed: set[Path] = set()
         self.files = fake.files
         self.price = fake.price
@@ -180,17 +181,20 @@ class _Flaky:
         chosen = list(paths)
         if not set(chosen) <= self.failed:
             self.failed.update(chosen)
+            if self.raises:
+                raise KeyError("a reader's bug")
             result = ReadResult()
             result.reject("unreadable")
             return result
         return fake.read_files(chosen)
 
 
-def test_a_file_unreadable_for_a_while_is_read_when_it_can_be(tmp_path: Path) -> None:
+@pytest.mark.parametrize("raises", [False, True], ids=["unreadable", "reader_raises"])
+def test_a_file_unreadable_for_a_while_is_read_when_it_can_be(tmp_path: Path, raises: bool) -> None:
     folder = tmp_path / "fake"
     folder.mkdir()
     (folder / "a.jsonl").write_text(fake.line("k1", 1e9, "s", "p", "m", (5, 1, 0, 0)))
-    plugs = {fake.AGENT: (readers.Plug(fake.PLUG_MODULE, name=fake.AGENT), _Flaky(folder))}
+    plugs = {fake.AGENT: (readers.Plug(fake.PLUG_MODULE, name=fake.AGENT), _Flaky(folder, raises))}
     ledger = Ledger(Store(tmp_path / DATABASE_FILE), plugs, home=tmp_path)  # type: ignore[arg-type]
     for _ in range(2):  # the file does not change in between
         ledger.scan()
