@@ -6,6 +6,9 @@ including the ones inside functions:
 - a sentinel package imports only itself, `sentinels.shared` (the host-inspection helpers
   several sentinels use) and `sentinels.contract`; never another sentinel;
 - `cli` may import everything, and only `cli` imports `demo`.
+
+One named exception: the agent ledger publishes the token ledger's families for other agents,
+so its budget periods and its label folding are the token ledger's own modules (SIBLINGS).
 """
 
 from __future__ import annotations
@@ -25,6 +28,12 @@ MAY_IMPORT = {
     "controller": {"core"},
     "demo": {"core"},
     "cli": set(PACKAGES),
+}
+
+# (sentinel, module of another sentinel it may import): docs/ARCHITECTURE.md, "agent-ledger".
+SIBLINGS = {
+    ("agent_ledger", "agentwatch.sentinels.token_ledger.spend"),
+    ("agent_ledger", "agentwatch.sentinels.token_ledger.fold"),
 }
 
 
@@ -64,7 +73,15 @@ def _within_sentinels(importer: str, target: str) -> str | None:
         return None if theirs == "shared" else "sentinels.shared may import only itself and core"
     if theirs in (mine, "shared", "contract"):
         return None
+    if any((mine, module) in SIBLINGS for module in _prefixes(target)):
+        return None
     return f"sentinel {mine} may not import {theirs} (only itself, shared and contract)"
+
+
+def _prefixes(module: str) -> list[str]:
+    """`a.b.c` -> a, a.b, a.b.c (`from x.fold import OTHER` names x.fold.OTHER)."""
+    parts = module.split(".")
+    return [".".join(parts[:n]) for n in range(1, len(parts) + 1)]
 
 
 def _part(module: str) -> str | None:
@@ -106,6 +123,9 @@ def test_the_layer_check_can_fail() -> None:
             "sentinel idle_error may not import resources"
         ),
         ("agentwatch.sentinels.shared.tmux", "agentwatch.sentinels.footprint"): "shared may",
+        ("agentwatch.sentinels.agent_ledger.main", "agentwatch.sentinels.token_ledger.ledger"): (
+            "sentinel agent_ledger may not import token_ledger"
+        ),
     }
     for (importer, target), why in cases.items():
         assert why in (violation(importer, target) or ""), (importer, target)
@@ -114,6 +134,10 @@ def test_the_layer_check_can_fail() -> None:
         ("agentwatch.sentinels.idle_error.panes", "agentwatch.sentinels.shared.tmux"),
         ("agentwatch.sentinels.registry", "agentwatch.sentinels.footprint"),
         ("agentwatch.controller.main", "agentwatch.core.loop"),
+        (
+            "agentwatch.sentinels.agent_ledger.main",
+            "agentwatch.sentinels.token_ledger.spend.PERIODS",
+        ),
     ]
     for importer, target in allowed:
         assert violation(importer, target) is None, (importer, target)

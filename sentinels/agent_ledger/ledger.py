@@ -1,0 +1,403 @@
+"""The agent ledger: what the readers return, counted once per response key.
+
+Each scan stamps every session file (dev, inode, size, mtime and its companions') and reads
+the files whose stamp changed since their last commit WHOLE: the files are small, and the
+agents rewrite them (Gemini rewrites a message when its tokens arrive, OpenCode a database
+row). An entry whose key is new is counted whole; a known key adds only what grew, per token
+type and for the cost (max(0, new - counted)): counters never go down, a rewritten response
+with more tokens adds the difference, and reading the same bytes again, a truncated file or
+a replaced one adds nothing. The stamps, the rows and the counters of a batch are committed in
+one transaction (store.py), so a crash at any moment never counts twice. A file that vanished
+is forgotten; what it counted stays.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentwatch.core.log import FailureGate
+from agentwatch.core.sanitize import label_value
+from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES, AgentUsage
+from agentwatch.sentinels.agent_ledger.readers import Plug, Reader
+from agentwatch.sentinels.agent_ledger.store import (
+    CounterKey,
+    FileState,
+    Row,
+    Stamp,
+    Store,
+    key_hash,
+)
+from agentwatch.sentinels.token_ledger.fold import DIMENSIONS, Fold, SessionFold
+
+log = logging.getLogger("agentwatch.agent-ledger")
+
+BATCH_FILES = 64  # files of a per-file reader committed together
+BATCH_ENTRIES = 20_000  # ...or fewer, once their entries reach this
+UNKNOWN = "unknown"  # the label of an empty project, model or session
+UNREADABLE = "unreadable"  # the reject reason of a file a reader could not open or decode
+
+TOKENS = "agentwatch_tokens"
+COST = "agentwatch_cost_usd"
+RESPONSES = "agentwatch_api_responses"
+UNPRICED = "agentwatch_agent_ledger_unpriced_tokens"
+REJECTED = "agentwatch_agent_ledger_records_rejected"
+# Where the project and model labels sit in each counter's label values (agent first).
+LABEL_AT: dict[str, tuple[int | None, int | None]] = {
+    TOKENS: (1, 2),
+    COST: (1, 2),
+    RESPONSES: (1, 2),
+    UNPRICED: (None, 1),
+    REJECTED: (None, None),
+}
+
+
+def names_in(counters: Iterable[CounterKey], agent: str) -> dict[str, set[str]]:
+    """The project and model names one agent's counters hold."""
+    found: dict[str, set[str]] = {dim: set() for dim in DIMENSIONS}
+    for name, labels in counters:
+        at = LABEL_AT.get(name)
+        if at is None or labels[0] != agent:
+            continue
+        for dim, index in zip(DIMENSIONS, at, strict=True):
+            if index is not None:
+                found[dim].add(labels[index])
+    return found
+
+
+def shown_labels(fold: Fold, name: str, labels: tuple[str, ...]) -> tuple[str, ...]:
+    """A counter's label values as exposed: names past the caps become "other"."""
+    at = LABEL_AT.get(name, (None, None))
+    shown = list(labels)
+    for dim, index in zip(DIMENSIONS, at, strict=True):
+        if index is not None:
+            shown[index] = fold.show(dim, labels[index])
+    return tuple(shown)
+
+
+def stamp_of(path: Path, companions: tuple[str, ...]) -> Stamp:
+    """What says a file changed: its identity, size and mtime, and its companions'."""
+    st = os.stat(path, follow_symlinks=False)
+    stamp: list[int] = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+    for suffix in companions:
+        try:
+            other = os.stat(f"{path}{suffix}", follow_symlinks=False)
+        except OSError:
+            stamp += [-1, -1, -1]
+        else:
+            stamp += [other.st_ino, other.st_size, other.st_mtime_ns]
+    return tuple(stamp)
+
+
+def _label(value: str) -> str:
+    return label_value(value) or UNKNOWN
+
+
+def _usd(value: float | None) -> float:
+    """A cost as counted: a file's negative, NaN or infinite cost counts as 0."""
+    if value is None or not math.isfinite(value) or value < 0:
+        return 0.0
+    return float(value)
+
+
+@dataclass
+class Batch:
+    """Files of one reader read and committed together; `gone`: files to forget with it."""
+
+    agent: str
+    stamps: dict[str, Stamp]
+    gone: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Pending:
+    rows: dict[bytes, Row] = field(default_factory=dict)
+    counters: dict[CounterKey, float] = field(default_factory=dict)
+    sessions: dict[tuple[str, str], list] = field(default_factory=dict)
+    seen: dict[str, set[str]] = field(default_factory=lambda: {d: set() for d in DIMENSIONS})
+
+    def add(self, key: CounterKey, value: float) -> None:
+        if value:
+            self.counters[key] = self.counters.get(key, 0.0) + value
+
+
+class Ledger:
+    """The counters in memory, the files' stamps, and the batches still to read."""
+
+    def __init__(
+        self,
+        store: Store,
+        readers: Mapping[str, tuple[Plug, Reader]],
+        session_ttl: float = 7200.0,
+        caps: Mapping[str, int] | None = None,
+        clock: Callable[[], float] = time.time,
+        env: Mapping[str, str] | None = None,
+        home: Path | None = None,
+    ):
+        self.store = store
+        self.readers = dict(readers)
+        self.session_ttl = session_ttl
+        caps = dict(caps or {})
+        self.caps = {"project": caps.get("project", 50), "model": caps.get("model", 25)}
+        self.max_sessions = caps.get("session", 100)
+        self.clock = clock
+        self.env = os.environ if env is None else env
+        self.home = Path.home() if home is None else home
+        self.counters = store.counters()
+        kept = store.kept()
+        agents = {*self.readers, *(labels[0] for _name, labels in self.counters)}
+        self.folds = {  # agents no longer configured too: their totals still show
+            agent: Fold(self.caps, kept.get(agent, {}), names_in(self.counters, agent))
+            for agent in agents
+        }
+        since = clock() - session_ttl
+        recent = store.recent_sessions(since)
+        self.sessions: dict[str, dict[str, list]] = {agent: {} for agent in self.readers}
+        for (agent, session), row in recent.items():
+            if agent in self.sessions:
+                self.sessions[agent][session] = list(row)
+        self.session_folds = {
+            agent: SessionFold(self.max_sessions, rows) for agent, rows in self.sessions.items()
+        }
+        self.files = {agent: store.files(agent) for agent in self.readers}
+        self.read_errors = dict.fromkeys(self.readers, 0)
+        self.queue: deque[Batch] = deque()
+        self.commits = 0
+        self._gates = {agent: FailureGate(log, f"{agent} reader") for agent in self.readers}
+
+    # ---- finding what changed
+    def scan(self) -> None:
+        """Queue a batch for every file whose stamp changed, and forget vanished files."""
+        for agent, (plug, reader) in self.readers.items():
+            stamps: dict[str, Stamp] = {}
+            try:
+                roots = reader.roots(self.env, self.home)
+                paths = [path for root in roots for path in reader.files(root)]
+            except Exception as err:  # a reader's bug must not stop the other agents
+                self._failed(agent, err)
+                continue
+            for path in paths:
+                key = os.fspath(path)
+                if key in stamps:
+                    continue
+                try:
+                    stamps[key] = stamp_of(path, plug.companions)
+                except OSError:  # vanished since it was listed
+                    self.read_errors[agent] += 1
+            known = self.files[agent]
+            changed = {p: s for p, s in stamps.items() if p not in known or known[p].stamp != s}
+            gone = [p for p in known if p not in stamps]
+            batches = self._batches(agent, plug, changed)
+            if gone:
+                if not batches:
+                    batches = [Batch(agent, {})]
+                batches[0].gone = gone
+            self.queue.extend(batches)
+
+    @staticmethod
+    def _batches(agent: str, plug: Plug, changed: dict[str, Stamp]) -> list[Batch]:
+        if not changed:
+            return []
+        if plug.across_files:  # its dedup needs every changed file in one call
+            return [Batch(agent, changed)]
+        items = sorted(changed.items())
+        return [
+            Batch(agent, dict(items[start : start + BATCH_FILES]))
+            for start in range(0, len(items), BATCH_FILES)
+        ]
+
+    # ---- reading and counting
+    def step(self) -> bool:
+        """Read and commit the next batch; False when none is queued."""
+        if not self.queue:
+            return False
+        batch = self.queue.popleft()
+        plug, reader = self.readers[batch.agent]
+        pending = _Pending()
+        try:  # the reader's code: reading and pricing
+            states, entries = self._read(batch, plug, reader)
+            self._decide(batch.agent, reader, entries, pending)
+        except Exception as err:
+            self._failed(batch.agent, err)  # its files keep their old stamps: read again
+            return True
+        self._reject_counts(batch, states, pending)
+        self._commit(batch, states, pending)
+        self._gates[batch.agent].succeeded()
+        return True
+
+    def _failed(self, agent: str, err: Exception) -> None:
+        self.read_errors[agent] += 1
+        self._gates[agent].failed(f"{type(err).__name__} (its files are read again later)")
+
+    def _read(
+        self, batch: Batch, plug: Plug, reader: Reader
+    ) -> tuple[dict[str, tuple[FileState, dict[str, int]]], list[AgentUsage]]:
+        """Entries of the batch's files, and per file its new stamp and the rejects read."""
+        states: dict[str, tuple[FileState, dict[str, int]]] = {}
+        entries: list[AgentUsage] = []
+        paths = list(batch.stamps)
+        if plug.across_files and paths:
+            result = reader.read_files([Path(p) for p in paths])
+            entries = result.entries
+            for path in paths:
+                states[path] = (FileState(batch.stamps[path], {}), dict(result.rejects))
+            return states, entries
+        for path in paths:
+            result = reader.read_files([Path(path)])
+            if not result.entries and result.rejects.get(UNREADABLE):
+                # Gone or not readable now (permissions): not stamped, so tried again next
+                # scan, even if it comes back unchanged; a read error, not a bad record.
+                self.read_errors[batch.agent] += 1
+                del batch.stamps[path]
+                continue
+            entries.extend(result.entries)
+            states[path] = (FileState(batch.stamps[path], {}), dict(result.rejects))
+            if len(entries) >= BATCH_ENTRIES and path != paths[-1]:  # the rest: next batch
+                rest = paths[paths.index(path) + 1 :]
+                self.queue.appendleft(Batch(batch.agent, {p: batch.stamps[p] for p in rest}))
+                batch.stamps = {p: batch.stamps[p] for p in states}
+                break
+        return states, entries
+
+    def _reject_counts(
+        self,
+        batch: Batch,
+        states: dict[str, tuple[FileState, dict[str, int]]],
+        pending: _Pending,
+    ) -> None:
+        """Rejects count once per file: only what a read finds beyond the most an earlier
+        read of the same file found. Files read in one call (a reader that dedups across
+        files) share its rejects: beyond the most any of them held."""
+        known = self.files[batch.agent]
+        grown: dict[str, int] = {}
+        if self.readers[batch.agent][0].across_files and len(states) > 1:
+            found = next(iter(states.values()))[1]
+            before: dict[str, int] = {}
+            for path in states:
+                old = known.get(path)
+                for reason, count in (old.rejects if old else {}).items():
+                    before[reason] = max(before.get(reason, 0), count)
+            grown = {reason: count - before.get(reason, 0) for reason, count in found.items()}
+        else:
+            for path, (_state, found) in states.items():
+                old = known.get(path)
+                for reason, count in found.items():
+                    previous = old.rejects.get(reason, 0) if old else 0
+                    grown[reason] = grown.get(reason, 0) + max(0, count - previous)
+        for path, (state, found) in states.items():
+            old = known.get(path)
+            state.rejects = dict(old.rejects) if old else {}
+            for reason, count in found.items():
+                state.rejects[reason] = max(state.rejects.get(reason, 0), count)
+        for reason, count in grown.items():
+            pending.add((REJECTED, (batch.agent, _label(reason))), max(0, count))
+
+    def _decide(
+        self, agent: str, reader: Reader, entries: list[AgentUsage], pending: _Pending
+    ) -> None:
+        keys = [key_hash(entry.key) for entry in entries]
+        known = self.store.rows_for(keys)
+        now = self.clock()
+        for entry, key in zip(entries, keys, strict=True):
+            cost = entry.cost_usd if entry.cost_usd is not None else reader.price(entry)
+            new = [max(0, entry.input), max(0, entry.output), max(0, entry.cache_read),
+                   max(0, entry.cache_creation), _usd(cost)]  # fmt: skip
+            row = pending.rows.get(key) or known.get(key)
+            fresh = row is None
+            if row is None:
+                stamp = entry.timestamp if math.isfinite(entry.timestamp) else now
+                row = Row(agent, _label(entry.session), _label(entry.project),
+                          _label(entry.model), stamp, [0.0] * 5)  # fmt: skip
+            grown = [max(0.0, float(n) - c) for n, c in zip(new, row.amounts, strict=True)]
+            if not fresh and not any(grown):
+                continue
+            row.amounts = [c + g for c, g in zip(row.amounts, grown, strict=True)]
+            pending.rows[key] = row
+            self._count(row, grown, fresh, cost is not None, min(row.ts, now), pending)
+
+    @staticmethod
+    def _count(
+        row: Row, grown: list[float], fresh: bool, priced: bool, active: float, pending: _Pending
+    ) -> None:
+        agent, project, model = row.agent, row.project, row.model
+        pending.seen["project"].add(project)
+        pending.seen["model"].add(model)
+        if fresh:
+            pending.add((RESPONSES, (agent, project, model)), 1)
+        for kind, value in zip(TOKEN_TYPES, grown, strict=False):
+            pending.add((TOKENS, (agent, project, model, kind)), value)
+        pending.add((COST, (agent, project, model)), grown[4])
+        if not priced:
+            pending.add((UNPRICED, (agent, model)), sum(grown[:4]))
+        session = pending.sessions.setdefault(
+            (agent, row.session), [project, active, active, 0.0, 0.0, 0.0, 0.0, 0.0]
+        )
+        session[1], session[2] = min(session[1], active), max(session[2], active)
+        for index, value in enumerate(grown, start=3):
+            session[index] += value
+
+    def _commit(
+        self,
+        batch: Batch,
+        states: dict[str, tuple[FileState, dict[str, int]]],
+        pending: _Pending,
+    ) -> None:
+        agent = batch.agent
+        fold = self.folds[agent]
+        planned = fold.plan(pending.seen)
+        files = {path: state for path, (state, _found) in states.items()}
+        self.store.commit_batch(
+            agent,
+            files,
+            batch.gone,
+            pending.rows,
+            pending.counters,
+            pending.sessions,
+            {dim: kept for dim, (_fresh, kept) in planned.items() if kept},
+        )
+        self.commits += 1
+        fold.apply(planned)
+        known = self.files[agent]
+        known.update(files)
+        for path in batch.gone:
+            known.pop(path, None)
+        for counter, value in pending.counters.items():
+            self.counters[counter] = self.counters.get(counter, 0.0) + value
+        self._remember_sessions(agent, pending.sessions)
+
+    def _remember_sessions(self, agent: str, deltas: dict[tuple[str, str], list]) -> None:
+        cutoff = self.clock() - self.session_ttl
+        recent = self.sessions[agent]
+        for (_agent, session), (project, first, last, *sums) in deltas.items():
+            current = recent.get(session)
+            if current is None:
+                if last < cutoff:
+                    continue
+                # A session active again after it expired starts a new series from this
+                # batch (as the token ledger's): its earlier totals may be in "other".
+                recent[session] = [project, first, last, *sums]
+                self.session_folds[agent].admit(session)
+                continue
+            current[1], current[2] = min(current[1], first), max(current[2], last)
+            for index, value in enumerate(sums, start=3):
+                current[index] += value
+
+    def expire_sessions(self) -> None:
+        cutoff = self.clock() - self.session_ttl
+        for agent, recent in self.sessions.items():
+            for session in [s for s, row in recent.items() if row[2] < cutoff]:
+                self.session_folds[agent].expired(session, recent.pop(session))
+
+    # ---- what the metrics read
+    def tracked(self, agent: str) -> int:
+        return len(self.files[agent])
+
+    def counted_agents(self) -> set[str]:
+        """Agents with at least one counted response (the others have no spend series)."""
+        return {labels[0] for name, labels in self.counters if name == RESPONSES}

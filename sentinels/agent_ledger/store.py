@@ -1,0 +1,240 @@
+"""The agent ledger's durable state in SQLite: file stamps, counted responses, counters.
+
+One transaction per batch holds the stamps of the files read together with every row and
+counter change their entries caused, so a crash at any moment keeps a batch whole or drops it
+whole: a dropped batch's files still carry their old stamps and are read again, and what a
+kept batch counted is in the rows its re-read is decided against. Nothing counts twice.
+
+Response keys are stored as a 16-byte hash (never a reader's text); tokens and costs as REAL
+(a count past 2^63 must not stop every commit; past 2^53 it loses precision, nothing else).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+DATABASE_FILE = "agent-ledger.sqlite"
+SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+-- The stamp (dev, ino, size, mtime_ns and the companions') each file was last read at, and
+-- the most rejects of each reason one read of it found (counted once, see Ledger).
+CREATE TABLE IF NOT EXISTS files (
+    agent TEXT NOT NULL, path BLOB NOT NULL, stamp TEXT NOT NULL, rejects TEXT NOT NULL,
+    PRIMARY KEY (agent, path)
+) WITHOUT ROWID;
+-- One row per response key: what was counted for it, and the labels it was counted under.
+CREATE TABLE IF NOT EXISTS responses (
+    key BLOB PRIMARY KEY, agent TEXT NOT NULL, session TEXT NOT NULL, project TEXT NOT NULL,
+    model TEXT NOT NULL, ts REAL NOT NULL, t_in REAL NOT NULL, t_out REAL NOT NULL,
+    t_cr REAL NOT NULL, t_cc REAL NOT NULL, cost REAL NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS responses_by_time ON responses (ts, agent);
+CREATE TABLE IF NOT EXISTS counters (
+    name TEXT NOT NULL, labels TEXT NOT NULL, value REAL NOT NULL, PRIMARY KEY (name, labels)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sessions (
+    agent TEXT NOT NULL, session TEXT NOT NULL, project TEXT NOT NULL, first_ts REAL NOT NULL,
+    last_ts REAL NOT NULL, t_in REAL NOT NULL, t_out REAL NOT NULL, t_cr REAL NOT NULL,
+    t_cc REAL NOT NULL, cost REAL NOT NULL, PRIMARY KEY (agent, session)
+) WITHOUT ROWID;
+-- Project and model names shown as themselves, per agent, in the order they got their slot.
+CREATE TABLE IF NOT EXISTS kept (
+    agent TEXT NOT NULL, dimension TEXT NOT NULL, name TEXT NOT NULL,
+    UNIQUE (agent, dimension, name)
+);
+"""
+
+CounterKey = tuple[str, tuple[str, ...]]  # (metric name, label values in declared order)
+Stamp = tuple[int, ...]
+
+
+class StateInUse(RuntimeError):
+    """Another agent-ledger process owns this state folder."""
+
+
+def key_hash(key: str) -> bytes:
+    """The stored form of a reader's key: fixed size, and no text of the reader's."""
+    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+@dataclass(slots=True)
+class Row:
+    """What was counted for one response key (the labels are those of its first count)."""
+
+    agent: str
+    session: str
+    project: str
+    model: str
+    ts: float
+    amounts: list[float]  # input, output, cache_read, cache_creation, cost
+
+
+@dataclass(slots=True)
+class FileState:
+    stamp: Stamp
+    rejects: dict[str, int]
+
+
+class Store:
+    """Batch-oriented access to the agent ledger's database (one writer per state folder)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock)
+            raise StateInUse(
+                f"{path} is in use by another agent-ledger process; stop it or use another "
+                "--state-dir"
+            ) from None
+        try:
+            self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(_SCHEMA)
+            row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            if row is None:
+                self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            elif row[0] != SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"{path}: agent ledger schema {row[0]} is not {SCHEMA_VERSION}; move the "
+                    "file away to rebuild it from the session files"
+                )
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self.db.close()
+            os.close(self._lock)
+            self._lock = -1
+            raise
+
+    def close(self) -> None:
+        if self._lock < 0:
+            return
+        self.db.close()
+        os.close(self._lock)
+        self._lock = -1
+
+    # ---- reading
+    def files(self, agent: str) -> dict[str, FileState]:
+        rows = self.db.execute("SELECT path, stamp, rejects FROM files WHERE agent = ?", (agent,))
+        return {
+            os.fsdecode(path): FileState(tuple(json.loads(stamp)), json.loads(rejects))
+            for path, stamp, rejects in rows
+        }
+
+    def counters(self) -> dict[CounterKey, float]:
+        return {
+            (name, tuple(json.loads(labels))): value
+            for name, labels, value in self.db.execute("SELECT name, labels, value FROM counters")
+        }
+
+    def rows_for(self, keys: Iterable[bytes]) -> dict[bytes, Row]:
+        found: dict[bytes, Row] = {}
+        unique = list(set(keys))
+        for start in range(0, len(unique), 30000):
+            part = unique[start : start + 30000]
+            marks = ",".join("?" * len(part))
+            for key, agent, session, project, model, ts, *amounts in self.db.execute(
+                f"SELECT * FROM responses WHERE key IN ({marks})", part
+            ):
+                found[key] = Row(agent, session, project, model, ts, amounts)
+        return found
+
+    def recent_sessions(self, since: float) -> dict[tuple[str, str], list]:
+        """(agent, session) -> [project, first_ts, last_ts, in, out, cr, cc, cost]."""
+        rows = self.db.execute("SELECT * FROM sessions WHERE last_ts >= ?", (since,))
+        return {(agent, session): rest for agent, session, *rest in rows}
+
+    def kept(self) -> dict[str, dict[str, list[str]]]:
+        kept: dict[str, dict[str, list[str]]] = {}
+        for agent, dimension, name in self.db.execute(
+            "SELECT agent, dimension, name FROM kept ORDER BY rowid"
+        ):
+            kept.setdefault(agent, {}).setdefault(dimension, []).append(name)
+        return kept
+
+    def cost_since(self, after: float) -> dict[str, float]:
+        """USD per agent of the responses first counted after this time."""
+        rows = self.db.execute(
+            "SELECT agent, total(cost) FROM responses WHERE ts > ? GROUP BY agent", (after,)
+        )
+        return {agent: float(cost) for agent, cost in rows}
+
+    def size_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                total += Path(str(self.path) + suffix).stat().st_size
+        return total
+
+    # ---- writing: one batch in one transaction
+    def commit_batch(
+        self,
+        agent: str,
+        files: dict[str, FileState],
+        gone: Iterable[str],
+        rows: dict[bytes, Row],
+        counters: dict[CounterKey, float],
+        sessions: dict[tuple[str, str], list],
+        kept: dict[str, list[str]],
+    ) -> None:
+        """Everything a batch decided, or nothing of it."""
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany(
+                "INSERT OR REPLACE INTO files VALUES (?, ?, ?, ?)",
+                (
+                    (agent, os.fsencode(path), json.dumps(state.stamp), json.dumps(state.rejects))
+                    for path, state in files.items()
+                ),
+            )
+            db.executemany(
+                "DELETE FROM files WHERE agent = ? AND path = ?",
+                ((agent, os.fsencode(path)) for path in gone),
+            )
+            db.executemany(
+                "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                sorted(
+                    (key, r.agent, r.session, r.project, r.model, r.ts, *map(float, r.amounts))
+                    for key, r in rows.items()
+                ),
+            )
+            db.executemany(
+                "INSERT INTO counters VALUES (?, ?, ?) ON CONFLICT (name, labels) "
+                "DO UPDATE SET value = value + excluded.value",
+                ((name, json.dumps(labels), value) for (name, labels), value in counters.items()),
+            )
+            db.executemany(
+                "INSERT INTO sessions VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT (agent, session) "
+                "DO UPDATE SET first_ts = min(first_ts, excluded.first_ts),"
+                " last_ts = max(last_ts, excluded.last_ts), t_in = t_in + excluded.t_in,"
+                " t_out = t_out + excluded.t_out, t_cr = t_cr + excluded.t_cr,"
+                " t_cc = t_cc + excluded.t_cc, cost = cost + excluded.cost",
+                (
+                    (a, s, project, first, last, *map(float, sums))
+                    for (a, s), (project, first, last, *sums) in sessions.items()
+                ),
+            )
+            db.executemany(
+                "INSERT OR IGNORE INTO kept VALUES (?, ?, ?)",
+                ((agent, dim, name) for dim, names in kept.items() for name in names),
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise

@@ -1,0 +1,206 @@
+"""SIGKILL during a backfill never counts twice: a real `agentwatch sentinel agent-ledger`
+process is killed mid-backfill (while its database holds some of the files, not all) again and
+again on a generated Gemini corpus, restarted each time, and finished with `--once`; its spool
+file then equals that of one clean run on the same files, and its totals the reader's.
+
+In process: a batch whose commit fails half-way is dropped whole and read again, and a file
+that cannot be read for a while is read once it can, even when it did not change."""
+
+from __future__ import annotations
+
+import random
+import signal
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+from agentwatch.sentinels.agent_ledger import gemini, readers
+from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES, ReadResult, daily_totals
+from agentwatch.sentinels.agent_ledger.ledger import REJECTED, TOKENS, Ledger
+from agentwatch.sentinels.agent_ledger.store import DATABASE_FILE, Store
+from tests.agents import agent_ledger_fake as fake
+from tests.agents import gemini_corpus as corpus
+from tests.agents.agent_ledger_run import Samples, Setup, gemini_entries, total
+
+KILLS = 3
+
+
+def committed(database: Path) -> tuple[int, float, float] | None:
+    """(files committed, input tokens in the rows, input tokens in the counters), or None
+    while the database cannot be read yet."""
+    try:
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=0.05) as db:
+            files = db.execute("SELECT count(*) FROM files").fetchone()[0]
+            rows = db.execute("SELECT total(t_in) FROM responses").fetchone()[0]
+            counted = db.execute(
+                "SELECT total(value) FROM counters WHERE name = 'agentwatch_tokens' "
+                "AND labels LIKE '%\"input\"]'"
+            ).fetchone()[0]
+    except sqlite3.Error:
+        return None
+    return files, rows, counted
+
+
+def kill_mid_backfill(setup: Setup, data: Path, files: int, after: int, jitter: float) -> int:
+    """Start the sentinel (a loop, not --once) and SIGKILL it `jitter` seconds after more
+    than `after` but fewer than all files are committed (somewhere in reading or committing
+    the next batch); how many were (all of them when it was too quick)."""
+    process = subprocess.Popen(
+        [*setup.command(), "--spool-dir", str(setup.spool), "--state-dir", str(setup.state)],
+        env=setup.env(data), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    database = setup.state / DATABASE_FILE
+    seen = after
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            state = committed(database) if database.exists() else None
+            if state is not None:
+                seen = state[0]
+                if after < seen < files or seen >= files:
+                    time.sleep(jitter)
+                    break
+            time.sleep(0.002)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+    return seen
+
+
+def comparable(found: Samples) -> Samples:
+    """Everything but the loop's own series (and spend, a sum over time: checked apart);
+    the per-session series summed per type, as which sessions keep a series of their own
+    past max_sessions depends on the order they became active (a restart: the newest)."""
+    kept: Samples = {}
+    for (name, labels), value in found.items():
+        if name.startswith(("agentwatch_sentinel_", "agentwatch_spend_usd")):
+            continue
+        if name.startswith("agentwatch_session_") and name.endswith("_total"):
+            labels = tuple(item for item in labels if item[0] in ("agent", "type"))
+            kept[(name, labels)] = kept.get((name, labels), 0.0) + value
+        elif name.startswith("agentwatch_session_") or name.endswith("_folded_series"):
+            continue
+        else:
+            kept[(name, labels)] = value
+    return kept
+
+
+def test_sigkill_mid_backfill_then_restart_equals_one_clean_run(tmp_path: Path) -> None:
+    data = corpus.mixed(tmp_path / "corpus", seed=11, sessions=600).data_dir
+    files = len(gemini.files(data))
+    clean = Setup(tmp_path / "clean").once(data)
+
+    crashed = Setup(tmp_path / "crashed")
+    crashed.config()
+    partial, seen = 0, 0
+    rng = random.Random(17)
+    for _ in range(KILLS):
+        seen = kill_mid_backfill(crashed, data, files, seen, rng.uniform(0.0, 0.03))
+        state = committed(crashed.state / DATABASE_FILE)
+        assert state is not None
+        assert state[1] == state[2], "rows and counters disagree after a SIGKILL"
+        partial += 0 < state[0] < files
+        seen = state[0]
+        if seen >= files:
+            break
+    assert partial, "no kill landed mid-backfill: the corpus is read too fast to test this"
+    again = crashed.once(data)
+    assert comparable(again) == pytest.approx(comparable(clean), rel=1e-12)  # float sums
+    assert crashed.once(data) == crashed.once(data)  # and a restart after all is quiet
+
+    entries = gemini_entries(data)
+    days = daily_totals(entries, "UTC", gemini.price).values()
+    for kind in TOKEN_TYPES:
+        assert total(again, "agentwatch_tokens_total", type=kind) == sum(d[kind] for d in days)
+    month = total(again, "agentwatch_spend_usd", period="month")
+    assert month == total(clean, "agentwatch_spend_usd", period="month")
+
+
+class _FailingDb:
+    """A connection that fails the Nth statement that writes sessions (mid-transaction)."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.db, name)
+
+    def executemany(self, sql: str, rows: object) -> sqlite3.Cursor:
+        if sql.startswith("INSERT INTO sessions"):
+            raise sqlite3.OperationalError("disk I/O error")
+        return self.db.executemany(sql, rows)  # type: ignore[arg-type]
+
+
+def test_a_batch_that_fails_mid_commit_is_dropped_whole_and_read_again(tmp_path: Path) -> None:
+    data = corpus.mixed(tmp_path / "corpus", seed=5, sessions=5).data_dir
+    plugs = {"gemini": (readers.Plug("gemini"), gemini)}
+    env = {"GEMINI_DATA_DIR": str(data)}
+    store = Store(tmp_path / DATABASE_FILE)
+    ledger = Ledger(store, plugs, env=env, home=tmp_path)  # type: ignore[arg-type]
+    real = store.db
+    store.db = _FailingDb(real)  # type: ignore[assignment]
+    ledger.scan()
+    with pytest.raises(sqlite3.OperationalError):  # the loop logs it as a failed cycle
+        ledger.step()  # the rows and the counters were written, then the sessions failed
+    assert ledger.read_errors["gemini"] == 0 and ledger.commits == 0
+    assert real.execute("SELECT count(*) FROM responses").fetchone()[0] == 0
+    assert real.execute("SELECT count(*) FROM files").fetchone()[0] == 0
+    assert ledger.counters == {}
+    store.db = real
+    ledger.scan()
+    while ledger.step():
+        pass
+    store.close()
+    found = Ledger(Store(tmp_path / DATABASE_FILE), plugs, env=env, home=tmp_path)  # type: ignore[arg-type]
+    counted = sum(v for (name, labels), v in found.counters.items()
+                  if name == "agentwatch_tokens" and labels[3] == "input")  # fmt: skip
+    assert counted == sum(e.input for e in gemini_entries(data))
+
+
+class _Flaky:
+    """The fake reader, but the first read of each file fails: as unreadable (as a file with
+    no read permission would, which root cannot make), or by raising (a reader's bug)."""
+
+    AGENT = fake.AGENT
+
+    def __init__(self, folder: Path, raises: bool):
+        self.folder = folder
+        self.raises = raises
+        self.failed: set[Path] = set()
+        self.files = fake.files
+        self.price = fake.price
+
+    def roots(self, env: object, home: Path) -> list[Path]:
+        return [self.folder]
+
+    def read_files(self, paths: Iterable[Path]) -> ReadResult:
+        chosen = list(paths)
+        if not set(chosen) <= self.failed:
+            self.failed.update(chosen)
+            if self.raises:
+                raise KeyError("a reader's bug")
+            result = ReadResult()
+            result.reject("unreadable")
+            return result
+        return fake.read_files(chosen)
+
+
+@pytest.mark.parametrize("raises", [False, True], ids=["unreadable", "reader_raises"])
+def test_a_file_unreadable_for_a_while_is_read_when_it_can_be(tmp_path: Path, raises: bool) -> None:
+    folder = tmp_path / "fake"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(fake.line("k1", 1e9, "s", "p", "m", (5, 1, 0, 0)))
+    plugs = {fake.AGENT: (readers.Plug(fake.PLUG_MODULE, name=fake.AGENT), _Flaky(folder, raises))}
+    ledger = Ledger(Store(tmp_path / DATABASE_FILE), plugs, home=tmp_path)  # type: ignore[arg-type]
+    for _ in range(2):  # the file does not change in between
+        ledger.scan()
+        while ledger.step():
+            pass
+    assert ledger.read_errors[fake.AGENT] == 1
+    counted = {labels[3]: v for (name, labels), v in ledger.counters.items() if name == TOKENS}
+    assert counted == {"input": 5, "output": 1}
+    assert not any(name == REJECTED for name, _labels in ledger.counters)
