@@ -5,7 +5,7 @@
 
 Each side runs as a fresh process: wall time, CPU, peak RSS of its process tree (sampled as
 bench_ledger.py samples it), their ratio, and seconds per GiB. The corpus is sessions shaped
-like Gemini CLI 0.61 writes them (tests/agents/gemini_corpus.session_lines: replies written
+like Gemini CLI 0.61 writes them (demo/gemini_corpus.session_lines: replies written
 again when tokens or tool calls arrive), one in ten in the older whole-file .json form. The
 token totals of both readers must agree, or the run fails.
 """
@@ -22,12 +22,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+from bench_ledger import CCUSAGE, Run, run_measured
 
-from bench_ledger import CCUSAGE, Run, run_measured  # noqa: E402
-
-from tests.agents import gemini_corpus  # noqa: E402
+from agentwatch.demo import gemini_corpus
 
 READER = """
 import json, sys

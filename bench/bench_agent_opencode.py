@@ -3,7 +3,7 @@
     python bench/bench_agent_opencode.py [--size 256M] [--keep DIR]
 
 Generates an OpenCode data directory of about --size (an opencode.db plus some legacy
-message files, tests/agents/opencode_corpus.write_size), then runs, each as a fresh process
+message files, demo/opencode_corpus.write_size), then runs, each as a fresh process
 on a warm page cache:
 
 - ours: `read_files(files(root))` and the per-day totals (agentwatch's reader);
@@ -25,6 +25,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from agentwatch.demo import opencode_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 CCUSAGE = os.environ.get("AGENTWATCH_CCUSAGE") or str(
@@ -102,9 +104,6 @@ def main() -> None:
     if args.read:
         read_ours(args.read)
         return
-    sys.path.insert(0, str(REPO))
-    from tests.agents import opencode_corpus
-
     with tempfile.TemporaryDirectory(prefix="bench-opencode-") as scratch:
         base = args.keep or Path(scratch)
         started = time.perf_counter()

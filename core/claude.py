@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+AGENT = "claude-code"  # its value of the `agent` label (the agent ledger counts the others)
 _NOT_ALPHANUMERIC = re.compile(r"[^A-Za-z0-9]")
 
 

@@ -1045,7 +1045,7 @@ def overview() -> Dashboard:
                     "cost (range)",
                     "currencyUSD",
                 ),
-            ],  # fmt: skip
+            ],
             w=12,
             sort_by="cost (range)",
         ),

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.metrics_core import CounterMetricFamily
 
-from agentwatch.core import spool
-from agentwatch.sentinels.agent_ledger.base import CLAUDE_CODE
+from agentwatch.core import claude, spool
 from agentwatch.sentinels.token_ledger.ledger import Ledger
 from agentwatch.sentinels.token_ledger.metrics import (
     BY_AGENT,
@@ -338,7 +337,7 @@ def _fresh_counter_text(ledger: Ledger) -> str:
         agent = ("agent",) if name in BY_AGENT else ()
         family = CounterMetricFamily(name, documentation, labels=[*agent, *label_names])
         rows = {
-            (CLAUDE_CODE,) * len(agent) + labels: value
+            (claude.AGENT,) * len(agent) + labels: value
             for (n, labels), value in ledger.counters.items()
             if n == name
         }

@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
-CLAUDE_CODE = "claude-code"  # the token ledger's agent (sentinels/token_ledger)
-AGENTS = (CLAUDE_CODE, "codex", "gemini", "opencode")  # values of the `agent` label
+from agentwatch.core import claude
+
+AGENTS = (claude.AGENT, "codex", "gemini", "opencode")  # values of the `agent` label
 TOKEN_TYPES = ("input", "output", "cache_read", "cache_creation")
 
 

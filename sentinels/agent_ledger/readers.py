@@ -63,6 +63,7 @@ class Plug:
 #   Plug("opencode", across_files=True, companions=("-wal",)),  # one database + messages
 READERS: tuple[Plug, ...] = (
     Plug("gemini"),  # nothing is deduplicated across files (gemini.py)
+    Plug("opencode", across_files=True, companions=("-wal",)),  # a database and its WAL
 )
 
 

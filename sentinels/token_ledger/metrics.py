@@ -7,8 +7,7 @@ from collections.abc import Iterator
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from agentwatch.core import spool
-from agentwatch.sentinels.agent_ledger.base import CLAUDE_CODE
+from agentwatch.core import claude, spool
 from agentwatch.sentinels.token_ledger.fold import OTHER
 from agentwatch.sentinels.token_ledger.ledger import TOKEN_TYPES, Ledger, folded_labels
 from agentwatch.sentinels.token_ledger.store import CounterKey
@@ -98,7 +97,7 @@ class CounterText:
     def _set(self, name: str, labels: tuple[str, ...], value: float) -> None:
         shown = dict(zip(COUNTERS[name][1], labels, strict=True))
         if name in BY_AGENT:
-            shown["agent"] = CLAUDE_CODE
+            shown["agent"] = claude.AGENT
         line = spool.sample_line(name + "_total", shown, value)
         self.lines[name][labels] = line
         self.text[name] = None
@@ -212,17 +211,17 @@ def _session_families(ledger: Ledger) -> Iterator[Metric]:
             continue
         project = fold.show("project", project)
         for kind, value in zip(TOKEN_TYPES, values[:4], strict=True):
-            tokens.add_metric([CLAUDE_CODE, project, session, kind], value)
-        cost.add_metric([CLAUDE_CODE, project, session], values[4])
-        first.add_metric([CLAUDE_CODE, project, session], first_ts)
-        last.add_metric([CLAUDE_CODE, project, session], last_ts)
+            tokens.add_metric([claude.AGENT, project, session, kind], value)
+        cost.add_metric([claude.AGENT, project, session], values[4])
+        first.add_metric([claude.AGENT, project, session], first_ts)
+        last.add_metric([claude.AGENT, project, session], last_ts)
     if folded or any(other):  # once shown, "other" stays: a counter must not vanish and return
         for kind, value in zip(TOKEN_TYPES, other[:4], strict=True):
-            tokens.add_metric([CLAUDE_CODE, OTHER, OTHER, kind], value)
-        cost.add_metric([CLAUDE_CODE, OTHER, OTHER], other[4])
+            tokens.add_metric([claude.AGENT, OTHER, OTHER, kind], value)
+        cost.add_metric([claude.AGENT, OTHER, OTHER], other[4])
     if folded:
-        first.add_metric([CLAUDE_CODE, OTHER, OTHER], other_first)
-        last.add_metric([CLAUDE_CODE, OTHER, OTHER], other_last)
+        first.add_metric([claude.AGENT, OTHER, OTHER], other_first)
+        last.add_metric([claude.AGENT, OTHER, OTHER], other_last)
     yield from (tokens, cost, first, last)
     series = GaugeMetricFamily(
         "agentwatch_ledger_folded_series",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
-from agentwatch.sentinels.agent_ledger.base import CLAUDE_CODE
+from agentwatch.core import claude
 from agentwatch.sentinels.token_ledger.blocks import Block, BlockTracker, BucketDeltas
 from agentwatch.sentinels.token_ledger.fold import OTHER
 from agentwatch.sentinels.token_ledger.ledger import Ledger
@@ -65,7 +65,7 @@ class Windows:
         for period in (*PERIODS, "run"):
             value = self.spend.spend(period)
             if value is not None:
-                spend.add_metric([CLAUDE_CODE, period], value)
+                spend.add_metric([claude.AGENT, period], value)
         yield spend
         run = GaugeMetricFamily(
             "agentwatch_run_started_timestamp_seconds",

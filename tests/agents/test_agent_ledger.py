@@ -23,13 +23,14 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from agentwatch.core import run_budget
+from agentwatch.demo import gemini_corpus as corpus
 from agentwatch.exporter.collector import SpoolCollector
 from agentwatch.sentinels import registry
 from agentwatch.sentinels.agent_ledger import gemini
 from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES, daily_totals
+from agentwatch.sentinels.agent_ledger.readers import plugged
 from agentwatch.sentinels.token_ledger.spend import period_starts
 from tests.agents import agent_ledger_fake as fake
-from tests.agents import gemini_corpus as corpus
 from tests.agents.agent_ledger_run import (
     Model,
     Setup,
@@ -97,7 +98,11 @@ def test_the_spool_file_names_only_what_it_declares(tmp_path: Path) -> None:
     for sample, labels in found:
         if sample.startswith("agentwatch_sentinel_"):
             continue
-        assert dict(labels).get("agent") == "gemini", sample
+        agent = dict(labels).get("agent")
+        if sample.startswith("agentwatch_agent_ledger_"):  # health: every plugged agent
+            assert agent in plugged(), sample
+        else:  # what was counted: the fixtures are Gemini CLI's
+            assert agent == "gemini", sample
     # No text of a prompt or a reply anywhere: not in the spool, not in the database.
     raw = b"".join(p.read_bytes() for p in FIXTURES.rglob("*.jsonl"))
     state = b"".join(p.read_bytes() for p in (tmp_path / "state").iterdir() if p.is_file())
@@ -288,7 +293,8 @@ def test_the_exporter_merges_it_with_the_token_ledger(tmp_path: Path) -> None:
     assert total(served, TOKENS, type="input") == 123 + total(ours, TOKENS, type="input")
     assert total(served, TOKENS, agent="gemini") == total(ours, TOKENS)
     spend = [labels for labels in series(served, "agentwatch_spend_usd")]
-    assert {"period": "day"} in spend and {"agent": "gemini", "period": "day"} in spend
+    assert {"agent": "claude-code", "period": "day"} in spend
+    assert {"agent": "gemini", "period": "day"} in spend
 
 
 # ----------------------------------------------------------------------------- as a loop

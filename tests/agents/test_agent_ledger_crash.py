@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from agentwatch.demo import gemini_corpus as corpus
 from agentwatch.sentinels.agent_ledger import gemini, readers
 from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES, ReadResult, daily_totals
 from agentwatch.sentinels.agent_ledger.ledger import REJECTED, TOKENS, Ledger
 from agentwatch.sentinels.agent_ledger.store import DATABASE_FILE, Store
 from tests.agents import agent_ledger_fake as fake
-from tests.agents import gemini_corpus as corpus
 from tests.agents.agent_ledger_run import Samples, Setup, gemini_entries, total
 
 KILLS = 3

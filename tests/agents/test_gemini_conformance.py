@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
+from agentwatch.demo import gemini_corpus
 from agentwatch.sentinels.agent_ledger import gemini
 from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES, AgentUsage, daily_totals
 
-from . import gemini_corpus
 from .gemini_cli import ccusage_daily
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "gemini"
