@@ -438,6 +438,17 @@ def _resolve_model(state: FileState, parsed: str | None, timestamp: str) -> str:
     return next((name for since, name in AUTO_REVIEW_FALLBACKS if date >= since), FALLBACK_MODEL)
 
 
+def turn_usage(previous: Usage | None, last: Usage | None, total: Usage | None) -> Usage | None:
+    """This response's usage: last_token_usage, unless the running total did not move (a
+    repeated snapshot); else the total's delta from the previous total (ccusage's rule)."""
+    advanced = total is None or previous != total
+    if last is not None and advanced:
+        return last.normalised()
+    if total is not None:
+        return total.minus(previous)
+    return None
+
+
 def _session_line(entry: dict[str, Any], state: FileState, offset: int) -> None:
     """A turn_context, thread_settings_applied or token_count line."""
     payload = entry.get("payload") if isinstance(entry.get("payload"), dict) else None
@@ -469,16 +480,10 @@ def _session_line(entry: dict[str, Any], state: FileState, offset: int) -> None:
         millis = parse_timestamp_ms(timestamp)
         if millis is not None:
             state.usage_stamps.append(millis)
-    advanced = total is None or state.previous_totals != total
-    usage = last if last is not None and advanced else None
-    if usage is None and total is not None:
-        usage = total.minus(state.previous_totals)
+    usage = turn_usage(state.previous_totals, last, total)
     if total is not None:
         state.previous_totals = total
-    if usage is None:
-        return
-    usage = usage.normalised()
-    if usage.empty():
+    if usage is None or usage.empty():
         return
     model = _resolve_model(state, _model_of(payload) or _model_of(info), timestamp)
     state.events.append(Event(timestamp, model, usage, state.tier, offset))

@@ -300,7 +300,8 @@ class Writer:
         relative = source.relative_to(self.home / "sessions")
         twin = self.home / "archived_sessions" / relative
         twin.parent.mkdir(parents=True, exist_ok=True)
-        twin.write_bytes(source.read_bytes())
+        extra = self.count(self.tick(), {"last_token_usage": self.usage()})
+        twin.write_bytes(source.read_bytes() + extra.encode() + b"\n")  # ignored: active wins
         self.corpus.files.append(twin)
         self.corpus.rules["archived_same_path"] += 1
         other = self.corpus.files[1]
