@@ -9,6 +9,7 @@ this module is pure: files in, `AgentUsage` records and bounded reject counts ou
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -226,9 +227,36 @@ def _first(fields: Mapping[str, Any], *names: str) -> int | None:
     return None
 
 
+USAGE_FIELDS = (
+    "input_tokens",
+    "prompt_tokens",
+    "input",
+    "cached_input_tokens",
+    "cache_read_input_tokens",
+    "cached_tokens",
+    "cache_write_input_tokens",
+    "cache_creation_input_tokens",
+    "output_tokens",
+    "completion_tokens",
+    "output",
+    "reasoning_output_tokens",
+    "reasoning_tokens",
+    "total_tokens",
+)
+
+
+def usage_broken(value: Any) -> bool:
+    """A usage object serde cannot read at all: a token field holding an object or a list
+    (the lossy number reader takes anything else, as None when it is no number)."""
+    return isinstance(value, dict) and any(
+        isinstance(value.get(name), dict | list) for name in USAGE_FIELDS
+    )
+
+
 def parse_usage(value: Any) -> Usage | None:
-    """A usage object with every alias ccusage accepts; total recomputed when absent or 0."""
-    if not isinstance(value, dict):
+    """A usage object with every alias ccusage accepts; total recomputed when absent or 0;
+    cached input clamped to input and cache writes to the rest."""
+    if not isinstance(value, dict) or usage_broken(value):
         return None
     tokens_in = _first(value, "input_tokens", "prompt_tokens", "input") or 0
     tokens_out = _first(value, "output_tokens", "completion_tokens", "output") or 0
@@ -236,10 +264,11 @@ def parse_usage(value: Any) -> Usage | None:
     cached = _first(value, "cached_input_tokens", "cache_read_input_tokens", "cached_tokens")
     write = _first(value, "cache_write_input_tokens", "cache_creation_input_tokens")
     total = _u64(value.get("total_tokens"))
-    computed = tokens_in + tokens_out + reasoning
+    computed = tokens_in + tokens_out  # 20.0.24 (reasoning is inside output)
     if total is None or (total == 0 and computed != 0):
         total = computed
-    return Usage(tokens_in, cached or 0, write or 0, tokens_out, reasoning, total)
+    # ccusage clamps at parse time, so a running total is clamped before deltas are taken
+    return Usage(tokens_in, cached or 0, write or 0, tokens_out, reasoning, total).normalised()
 
 
 def _text(value: Any) -> str | None:
@@ -296,7 +325,13 @@ def _digits(text: str) -> bool:
     return text.isdigit() and text.isascii()
 
 
+MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: later times have no RFC 3339 form
+
+
 def _format_ms(millis: int) -> str:
+    """RFC 3339 with milliseconds; beyond year 9999 a text ccusage's parser (and ours) refuses."""
+    if not 0 <= millis <= MAX_MS:
+        return "out-of-range"
     moment = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=millis)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{millis % 1000:03d}Z"
 
@@ -376,7 +411,8 @@ def line_kind(line: bytes) -> str | None:
     if _TURN_CONTEXT in line or (event_msg and (_TOKEN_COUNT in line or _SETTINGS in line)):
         return "session"
     compact = _ANY_TYPE in line
-    nested = not event_msg and compact and len(line) < 64 * 1024 and _TOKEN_COUNT in line
+    short = not event_msg and compact and len(line) < 64 * 1024
+    nested = short and (_TOKEN_COUNT in line or b"thread_settings_applied" in line)
     if event_msg or nested or not compact:
         turn_context, is_event, token_count, settings = _type_flags(line)
         if turn_context or (is_event and (token_count or settings)):
@@ -406,7 +442,12 @@ def _session_line_ok(entry: dict[str, Any]) -> bool:
         return True
     if not all(_typed_string(payload.get(key)) for key in ("type", "model", "model_name")):
         return False
-    for holder in (payload, payload.get("info")):
+    info = payload.get("info")
+    if isinstance(info, dict) and any(
+        usage_broken(info.get(name)) for name in ("last_token_usage", "total_token_usage")
+    ):
+        return False
+    for holder in (payload, info):
         if isinstance(holder, dict):
             if not all(_typed_string(holder.get(key)) for key in ("model", "model_name")):
                 return False
@@ -644,7 +685,6 @@ def _replay_prefix(parent: list[Event], forked_at: int | None) -> list[Usage]:
 # --- config.toml: the service tier when the rollout records none ---------------------------
 
 
-@cache
 def _config_requests_fast(config: Path) -> bool:
     """ccusage's rule: a `service_tier = "fast"|"priority"` line in the home's config.toml."""
     try:
@@ -667,9 +707,16 @@ def _home_of(path: Path) -> Path | None:
     return None
 
 
-def _default_fast(path: Path) -> bool:
+def _default_fast(path: Path, known: dict[Path, bool] | None = None) -> bool:
+    """The tier of a rollout's turns that record none: its home's config.toml (read once per
+    home and call, so an edited config counts from the next read on)."""
     home = _home_of(path)
-    return home is not None and _config_requests_fast(home / "config.toml")
+    if home is None:
+        return False
+    known = {} if known is None else known
+    if home not in known:
+        known[home] = _config_requests_fast(home / "config.toml")
+    return known[home]
 
 
 # --- all files -----------------------------------------------------------------------------
@@ -716,24 +763,34 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
     for path in ordered:
         if metas[path].session_id:
             by_id.setdefault(metas[path].session_id, []).append(path)
-    seen: set[str] = set()
+    kept: dict[str, tuple[CodexUsage, bool | None, bool]] = {}
+    configs: dict[Path, bool] = {}
     for path in ordered:
         meta, state = metas[path], states[path]
         prefix = _prefix_for(path, meta, by_id, states)
         events = drop_replay(state.events, state.usage_stamps, prefix)
-        default_fast = _default_fast(path)
+        default_fast = _default_fast(path, configs)
         for event in events:
             millis = parse_timestamp_ms(event.timestamp)
             if millis is None:
                 rejects("bad_timestamp")
                 continue
-            fast = default_fast if event.fast is None else event.fast
-            entry = _entry(event, millis, meta, state, fast)
-            if entry.key in seen:
-                continue
-            seen.add(entry.key)
-            result.entries.append(entry)
+            entry = _entry(event, millis, meta, state, False)
+            if entry.key not in kept:
+                kept[entry.key] = (entry, event.fast, default_fast)
+            elif _TIER_RANK[event.fast] > _TIER_RANK[kept[entry.key][1]]:
+                first, _, default = kept[entry.key]
+                kept[entry.key] = (first, event.fast, default)
+    for entry, tier, default in kept.values():
+        fast = default if tier is None else tier
+        result.entries.append(dataclasses.replace(entry, fast=fast))
     return result
+
+
+# A response copied into several rollouts is counted once; when the copies recorded
+# different service tiers, ccusage 20.0.24 prices it standard over fast over unrecorded
+# (observed against the binary: the rule is not in the source we could read).
+_TIER_RANK: dict[bool | None, int] = {None: 0, True: 1, False: 2}
 
 
 def _prefix_for(

@@ -441,3 +441,118 @@ def generate(home: Path, seed: int, *, fast_config: bool = False, sessions: int 
         (home / "config.toml").write_text(config)
         writer.corpus.rules["config_fast"] += 1
     return writer.corpus
+
+
+# --- mutation fuzz: small homes with lines broken in every way a field can break ------------
+
+ODD_VALUES: tuple[Any, ...] = (
+    None, True, False, -1, 1.5, "12", " 7 ", "x", "", [], {}, 2**64, 2**40, 10**30, "+5", "-5", 0,
+)  # fmt: skip
+
+
+def _fuzz_session(rng: random.Random) -> list[dict[str, Any]]:
+    """One short rollout: meta, context, token counts with last and/or total usage, and now
+    and then a service tier, a headless record, a fork header, a large request, a repeat."""
+    meta = {"id": f"s{rng.randint(0, 3)}", "cwd": "/work/fuzz"}
+    lines: list[dict[str, Any]] = [
+        {"timestamp": "2026-03-01T10:00:00.000Z", "type": "session_meta", "payload": meta},
+        {
+            "timestamp": "2026-03-01T10:00:00.000Z",
+            "type": "turn_context",
+            "payload": {"model": rng.choice(["gpt-5", "gpt-5.4", "gpt-5-mini"])},
+        },
+    ]
+    totals = Totals()
+    for turn in range(rng.randint(1, 6)):
+        last = {
+            "input_tokens": rng.randint(0, 5000),
+            "cached_input_tokens": rng.randint(0, 6000),
+            "output_tokens": rng.randint(0, 300),
+            "reasoning_output_tokens": rng.randint(0, 50),
+        }
+        last["total_tokens"] = last["input_tokens"] + last["output_tokens"]
+        totals.add(last)
+        pick = rng.random()
+        info = {"last_token_usage": last} if pick < 0.7 else {}
+        if pick > 0.3:
+            info["total_token_usage"] = totals.usage()
+        when = f"2026-03-01T10:{turn + 1:02d}:{rng.randint(0, 59):02d}.{rng.randint(0, 999):03d}Z"
+        body = {"type": "token_count", "info": info}
+        lines.append({"timestamp": when, "type": "event_msg", "payload": body})
+    extra: list[dict[str, Any]] = []
+    if rng.random() < 0.5:
+        tier = rng.choice(["fast", "priority", "default", "standard", "flex", None, 5])
+        settings = {"type": "thread_settings_applied", "thread_settings": {"service_tier": tier}}
+        extra.append(
+            {"timestamp": "2026-03-01T10:00:30.000Z", "type": "event_msg", "payload": settings}
+        )
+    if rng.random() < 0.3:
+        usage = {"input_tokens": rng.randint(0, 900), "cached_input_tokens": rng.randint(0, 900)}
+        extra.append({
+            "type": "turn.completed",
+            "timestamp": rng.choice(["2026-03-01T11:00:00.000Z", 1772362800, "bad", None]),
+            "model": rng.choice(["gpt-5.4", None, "codex-auto-review"]),
+            "usage": {**usage, "output_tokens": rng.randint(0, 90)},
+        })  # fmt: skip
+    if rng.random() < 0.3:
+        meta["forked_from_id"] = f"s{rng.randint(0, 3)}"
+        lines[0]["timestamp"] = f"2026-03-01T10:{rng.randint(0, 8):02d}:00.000Z"
+    if rng.random() < 0.2:
+        usage = {"input_tokens": 300000, "cached_input_tokens": 100, "output_tokens": 10}
+        models: list[Any] = ["gpt-5.5", "gpt-5.4-mini", 7]
+        large = {"type": "token_count", "model": rng.choice(models)}
+        large["info"] = {"last_token_usage": usage}
+        extra.append(
+            {"timestamp": "2026-03-01T10:00:40.000Z", "type": "event_msg", "payload": large}
+        )
+    for line in extra:
+        lines.insert(rng.randint(1, len(lines)), line)
+    if rng.random() < 0.3 and len(lines) > 3:
+        index = rng.randint(2, len(lines) - 1)
+        lines.insert(index, dict(lines[index]))
+    return lines
+
+
+def _mutate(rng: random.Random, line: dict[str, Any]) -> dict[str, Any]:
+    """The line with one field (at any depth) set to an odd value or removed."""
+    copy: dict[str, Any] = json.loads(json.dumps(line))
+    paths: list[list[str]] = []
+
+    def walk(node: Any, path: list[str]) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                paths.append([*path, key])
+                walk(value, [*path, key])
+
+    walk(copy, [])
+    path = rng.choice(paths)
+    holder = copy
+    for key in path[:-1]:
+        holder = holder[key]
+    value = rng.choice(ODD_VALUES)
+    if path[-1] == "timestamp" and isinstance(value, str) and not value.strip().isdigit():
+        value = rng.choice([1772359200, 1772359200123, None, 1.5, True])  # ccusage would stop
+    if path[-1] in ("model", "model_name") and isinstance(value, str):
+        value = rng.choice([5, None, [], {}])  # ccusage's fuzzy name match is not followed
+    if rng.random() < 0.15:
+        holder.pop(path[-1])
+    else:
+        holder[path[-1]] = value
+    return copy
+
+
+def fuzz_home(home: Path, rng: random.Random) -> None:
+    """A home of one to three mutated rollouts (sessions/ or archived_sessions/), now and then
+    with a config.toml asking for the fast tier."""
+    for number in range(rng.randint(1, 3)):
+        out = []
+        for line in _fuzz_session(rng):
+            if rng.random() < 0.25:
+                line = _mutate(rng, line)
+            out.append(json.dumps(line) if rng.random() < 0.03 else compact(line))
+        folder = rng.choice(["sessions", "sessions", "archived_sessions"])
+        path = home / folder / "2026" / "03" / "01" / f"rollout-{number}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(out) + "\n", encoding="utf-8")
+    if rng.random() < 0.3:
+        (home / "config.toml").write_text('service_tier = "fast"\n', encoding="utf-8")

@@ -81,7 +81,12 @@ def ccusage_daily(codex_home: str, scratch: Path, timezone: str) -> dict[str, di
     """`ccusage codex daily --json --offline` per day, in the ledger's four types and cost."""
     done = ccusage_run(codex_home, scratch, timezone)
     assert done.returncode == 0, done.stderr[-2000:]
-    report: dict[str, Any] = json.loads(done.stdout or "{}")
+    return report_days(done.stdout)
+
+
+def report_days(stdout: str) -> dict[str, dict[str, float]]:
+    """The `daily` rows of a ccusage JSON report, keyed by day."""
+    report: dict[str, Any] = json.loads(stdout or "{}")
     days = {}
     for row in report.get("daily", []):
         days[row["date"]] = {

@@ -8,6 +8,7 @@ restart safety: the same keys after an append, a truncation, a whole rewrite, a 
 from __future__ import annotations
 
 import os
+import random
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +26,7 @@ from tests.agents.codex_tools import (
     differences,
     home_files,
     our_daily,
+    report_days,
 )
 
 FIXTURES = ROOT / "tests" / "fixtures" / "agents" / "codex" / "codex-home"
@@ -184,7 +186,7 @@ def _no_archive_dedup(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _no_tiers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(codex, "FAST_TIERS", frozenset())
-    monkeypatch.setattr(codex, "_default_fast", lambda path: False)
+    monkeypatch.setattr(codex, "_default_fast", lambda path, known=None: False)
 
 
 def _no_long_context(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -327,3 +329,21 @@ def test_no_text_from_the_files_in_records(tmp_path: Path) -> None:
     flat = repr(result.entries) + repr(result.rejects)
     for text in ("scripted prompt", "scripted stand-in", "scripted answer", "instructions"):
         assert text not in flat
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mutated_rollouts_equal_ccusage(seed: int, tmp_path: Path) -> None:
+    """Small homes whose lines have one field broken (wrong type, out of range, missing):
+    whatever ccusage makes of them, the reader makes the same; where ccusage gives up on a
+    timestamp, the reader has counted a reject."""
+    rng = random.Random(seed)
+    for trial in range(25):
+        home = tmp_path / f"home-{trial}"
+        codex_corpus.fuzz_home(home, rng)
+        done = ccusage_run(str(home), tmp_path / "scratch", "UTC")
+        if done.returncode != 0:
+            assert "Invalid Codex timestamp" in done.stderr
+            assert "bad_timestamp" in codex.read_files(home_files(str(home))).rejects
+            continue
+        theirs = report_days(done.stdout)
+        assert differences(our_daily(str(home), "UTC"), theirs) == [], f"trial {trial}"
