@@ -49,7 +49,6 @@ _EVENT_MSG = b'"type":"event_msg"'
 _TOKEN_COUNT = b'"type":"token_count"'
 _SETTINGS = b'"type":"thread_settings_applied"'
 _ANY_TYPE = b'"type":'
-_HEADLESS_MARKERS = (b'"usage":', b'"input_tokens":', b'"prompt_tokens":')
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,13 +243,15 @@ USAGE_FIELDS = (
     "total_tokens",
 )
 
+_USAGE_FIELD_SET = frozenset(USAGE_FIELDS)
+
 
 def usage_broken(value: Any) -> bool:
     """A usage object serde cannot read at all: a token field holding an object or a list
     (the lossy number reader takes anything else, as None when it is no number)."""
-    return isinstance(value, dict) and any(
-        isinstance(value.get(name), dict | list) for name in USAGE_FIELDS
-    )
+    if not isinstance(value, dict):
+        return False
+    return any(isinstance(v, dict | list) and k in _USAGE_FIELD_SET for k, v in value.items())
 
 
 def parse_usage(value: Any) -> Usage | None:
@@ -417,9 +418,14 @@ def line_kind(line: bytes) -> str | None:
         turn_context, is_event, token_count, settings = _type_flags(line)
         if turn_context or (is_event and (token_count or settings)):
             return "session"
-    if any(marker in line for marker in _HEADLESS_MARKERS):
+    if b'"usage":' in line or (b'_tokens":' in line and _token_markers(line)):
         return "headless"
     return None
+
+
+def _token_markers(line: bytes) -> bool:
+    """The two token-count markers of headless output (checked after the cheaper "_tokens\":")."""
+    return b'"input_tokens":' in line or b'"prompt_tokens":' in line
 
 
 # --- one file ------------------------------------------------------------------------------
