@@ -25,10 +25,7 @@ CODEX_VERSION = "0.171.0"
 DEFAULT_CCUSAGE = ROOT / ".tools" / "ccusage" / "node_modules" / ".bin" / "ccusage"
 DEFAULT_CODEX = ROOT / ".tools" / "codex" / "node_modules" / ".bin" / "codex"
 CCUSAGE_HINT = f"npm install --prefix .tools/ccusage ccusage@{CCUSAGE_VERSION}"
-CODEX_HINT = (
-    f"npm install --no-audit --no-fund --prefix .tools/codex @openai/codex@{CODEX_VERSION}"
-    " (or AGENTWATCH_TOOLS=... scripts/setup --test)"
-)
+CODEX_HINT = f"npm install --no-audit --no-fund --prefix .tools/codex @openai/codex@{CODEX_VERSION}"
 API_KEY = "sk-standin-codex-0123456789abcdef"  # a dummy: the stand-in checks nothing
 
 
