@@ -93,10 +93,10 @@ def test_real_cli_rollouts_equal_ccusage(tmp_path: Path) -> None:
     assert sum(day["input"] for day in theirs.values()) > 0
     assert differences(our_daily(home, "UTC"), theirs) == []
     entries = codex.read_files(home_files(home)).entries
-    # one per scripted reply the CLI received, plus the saved --json output of the last one
-    assert len(entries) == 6
+    # one per scripted turn the CLI recorded, plus the saved --json output of one of them
+    assert len(entries) == 7
     assert {entry.model for entry in entries} == {"gpt-5", "gpt-5.4"}
-    assert sum(1 for entry in entries if entry.session and entry.project == "project") == 5
+    assert sum(1 for entry in entries if entry.session and entry.project == "project") == 6
 
 
 def test_several_homes_in_codex_home(
