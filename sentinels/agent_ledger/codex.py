@@ -14,7 +14,7 @@ import datetime as dt
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -101,7 +101,8 @@ class Event:
     model: str
     usage: Usage
     fast: bool | None  # recorded tier; None: none recorded (config.toml decides)
-    offset: int  # byte offset of the line, for stable ordering only
+    offset: int  # byte offset of the line (the key of an event timed by the file's mtime)
+    mtime_stamped: bool = False  # headless output without a time of its own
 
 
 @dataclass
@@ -120,21 +121,14 @@ class FileState:
 
     previous_totals: Usage | None = None
     model: str | None = None
-    model_is_fallback: bool = False
     tier: bool | None = None
     cwd: str = ""
     events: list[Event] = field(default_factory=list)
     usage_stamps: list[int] = field(default_factory=list)  # first two usage lines' times (ms)
 
 
-class Rejects:
-    """Counts bad input by short reason; the reason set is fixed, never file text."""
-
-    def __init__(self, result: ReadResult) -> None:
-        self.result = result
-
-    def __call__(self, reason: str) -> None:
-        self.result.reject(reason)
+# Counts bad input by a short reason from a fixed set (ReadResult.reject), never file text.
+Rejects = Callable[[str], None]
 
 
 # --- where the files are ------------------------------------------------------------------
@@ -472,11 +466,10 @@ def _resolve_model(state: FileState, parsed: str | None, timestamp: str) -> str:
     """ccusage's resolve_codex_usage_model: the event's own model, else the session's, else
     gpt-5; codex-auto-review priced as the newest model released by the event's date."""
     if parsed is not None:
-        state.model, state.model_is_fallback = parsed, False
+        state.model = parsed
     model = parsed or state.model
     if model is None:
-        state.model, state.model_is_fallback = FALLBACK_MODEL, True
-        model = FALLBACK_MODEL
+        state.model = model = FALLBACK_MODEL
     if model != AUTO_REVIEW_MODEL:
         return model
     date = _calendar_date(timestamp)
@@ -503,7 +496,7 @@ def _session_line(entry: dict[str, Any], state: FileState, offset: int) -> None:
     if kind == "turn_context":
         model = _model_of(payload)
         if model is not None:
-            state.model, state.model_is_fallback = model, False
+            state.model = model
         if payload is not None and isinstance(payload.get("cwd"), str):
             state.cwd = payload["cwd"]
         return
@@ -546,15 +539,15 @@ def _headless_line(entry: dict[str, Any], state: FileState, offset: int, mtime: 
     usage = next((u for h in objects if (u := parse_usage(h.get("usage"))) is not None), None)
     if usage is None:
         return
-    usage = usage.normalised()
     if usage.empty() and usage.total == 0:
         return
     stamps = [h.get(key) for h in objects for key in ("timestamp", "created_at", "createdAt")]
-    event_time = next((t for s in stamps if (t := _normalised_timestamp(s))), mtime)
+    event_time = next((t for s in stamps if (t := _normalised_timestamp(s))), None)
     model_time = next((t for s in stamps if (t := _raw_or_normalised(s))), mtime)
     parsed = next((m for h in objects if (m := _model_of(h)) is not None), None)
     model = _resolve_model(state, parsed, model_time)
-    state.events.append(Event(event_time, model, usage, None, offset))
+    stamped = event_time is not None
+    state.events.append(Event(event_time or mtime, model, usage, None, offset, not stamped))
 
 
 def _raw_or_normalised(value: Any) -> str | None:
@@ -739,12 +732,24 @@ def _key(event: Event, millis: int) -> str:
     return "codex:" + hashlib.sha256(ident.encode()).hexdigest()[:32]
 
 
-def _entry(event: Event, millis: int, meta: Meta, state: FileState, fast: bool) -> CodexUsage:
+def _place_key(event: Event, path: Path) -> str:
+    """The key of headless output timed only by the file's mtime, which moves on every write:
+    where the line is (file and byte offset) and what it says, so a re-read after an append
+    or a rewrite finds the same key."""
+    usage = event.usage
+    ident = (
+        f"{path}|{event.offset}|{event.model}|{usage.input}|{usage.cached}|{usage.cache_write}|"
+        f"{usage.output}|{usage.reasoning}|{usage.total}"
+    )
+    return "codex:" + hashlib.sha256(ident.encode()).hexdigest()[:32]
+
+
+def _entry(event: Event, millis: int, meta: Meta, state: FileState, path: Path) -> CodexUsage:
     usage = event.usage
     cwd = meta.cwd or state.cwd
     return CodexUsage(
         agent=AGENT,
-        key=_key(event, millis),
+        key=_key(event, millis) if not event.mtime_stamped else _place_key(event, path),
         timestamp=millis / 1000,
         session=meta.session_id,
         project=Path(cwd).name if cwd else "",
@@ -753,7 +758,6 @@ def _entry(event: Event, millis: int, meta: Meta, state: FileState, fast: bool) 
         output=usage.output,
         cache_read=usage.cached,
         cache_creation=usage.cache_write,
-        fast=fast,
     )
 
 
@@ -761,7 +765,7 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
     """Every counted response in `paths` (give them in `files()` order), forks' replayed
     history and cross-file duplicates left out as ccusage leaves them out."""
     result = ReadResult()
-    rejects = Rejects(result)
+    rejects = result.reject
     ordered = list(dict.fromkeys(paths))
     metas = {path: read_meta(path) for path in ordered}
     states = {path: parse_file(path, rejects) for path in ordered}
@@ -781,12 +785,12 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
             if millis is None:
                 rejects("bad_timestamp")
                 continue
-            entry = _entry(event, millis, meta, state, False)
-            if entry.key not in kept:
-                kept[entry.key] = (entry, event.fast, default_fast)
-            elif _TIER_RANK[event.fast] > _TIER_RANK[kept[entry.key][1]]:
-                first, _, default = kept[entry.key]
-                kept[entry.key] = (first, event.fast, default)
+            ident = _key(event, millis)  # ccusage's dedup identity
+            if ident not in kept:
+                kept[ident] = (_entry(event, millis, meta, state, path), event.fast, default_fast)
+            elif _TIER_RANK[event.fast] > _TIER_RANK[kept[ident][1]]:
+                first, _, default = kept[ident]
+                kept[ident] = (first, event.fast, default)
     for entry, tier, default in kept.values():
         fast = default if tier is None else tier
         result.entries.append(dataclasses.replace(entry, fast=fast))

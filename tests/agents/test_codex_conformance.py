@@ -348,3 +348,27 @@ def test_mutated_rollouts_equal_ccusage(seed: int, tmp_path: Path) -> None:
             continue
         theirs = report_days(done.stdout)
         assert differences(our_daily(str(home), "UTC"), theirs) == [], f"trial {trial}"
+
+
+def test_headless_output_timed_by_mtime_keeps_its_keys(tmp_path: Path) -> None:
+    """Saved `codex exec --json` output has no timestamps: ccusage times it by the file's
+    mtime, which every append moves, so those records are keyed by place and content."""
+    saved = FIXTURES / "sessions" / "saved-exec-json" / "exec-output.jsonl"
+    target = tmp_path / "sessions" / "exec.jsonl"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(saved.read_bytes())
+    os.utime(target, (1_780_000_000, 1_780_000_000))
+    before = _keys([target])
+    assert len(before) == 1
+    usage = {"input_tokens": 10, "output_tokens": 2}
+    with target.open("a") as handle:
+        handle.write(codex_corpus.compact({"type": "turn.completed", "usage": usage}) + "\n")
+    os.utime(target, (1_780_090_000, 1_780_090_000))  # the next day
+    after = _keys([target])
+    assert before.keys() < after.keys()
+    assert (
+        differences(
+            our_daily(str(tmp_path), "UTC"), ccusage_daily(str(tmp_path), tmp_path / "s", "UTC")
+        )
+        == []
+    )
