@@ -7,9 +7,15 @@ restart safety: the same keys after an append, a truncation, a whole rewrite, a 
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import random
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -372,3 +378,52 @@ def test_headless_output_timed_by_mtime_keeps_its_keys(tmp_path: Path) -> None:
         )
         == []
     )
+
+
+LEDGER_WRITER = """
+import dataclasses, json, sys, time
+from pathlib import Path
+from agentwatch.sentinels.agent_ledger import codex
+from tests.agents.codex_tools import home_files
+ledger = Path(sys.argv[2])
+stored = set()
+if ledger.exists():
+    for line in ledger.read_text().splitlines():
+        try:
+            stored.add(json.loads(line)["key"])
+        except ValueError:
+            pass  # the half line a kill left
+with ledger.open("a") as out:
+    if ledger.stat().st_size and not ledger.read_bytes().endswith(b"\\n"):
+        out.write("\\n")  # end the half line, so the next record starts on its own
+    for entry in codex.read_files(home_files(sys.argv[1])).entries:
+        if entry.key not in stored:
+            out.write(json.dumps(dataclasses.asdict(entry)) + "\\n")
+            out.flush()
+            time.sleep(float(sys.argv[3]))
+"""
+
+
+def test_ledger_sigkilled_mid_backfill_never_counts_twice(
+    corpora: dict[int, codex_corpus.Corpus], tmp_path: Path
+) -> None:
+    """A real process storing records by key is SIGKILLed mid-backfill, restarted, and its
+    ledger's totals are still exactly ccusage's."""
+    home, ledger = str(corpora[1].home), tmp_path / "ledger.jsonl"
+    command = [sys.executable, "-c", LEDGER_WRITER, home, str(ledger)]
+    first = subprocess.Popen([*command, "0.002"], cwd=ROOT)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and (not ledger.exists() or ledger.stat().st_size < 3000):
+        time.sleep(0.01)
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    written = ledger.read_text().count("\n")
+    subprocess.run([*command, "0"], cwd=ROOT, check=True, timeout=60)
+    rows = []
+    for line in ledger.read_text().splitlines():
+        with contextlib.suppress(ValueError):
+            rows.append(codex.CodexUsage(**json.loads(line)))
+    assert 0 < written < len(rows)  # killed part-way, then completed
+    assert len({row.key for row in rows}) == len(rows)
+    totals = daily_totals(rows, "UTC", codex.price)
+    assert differences(totals, ccusage_daily(home, tmp_path, "UTC")) == []
