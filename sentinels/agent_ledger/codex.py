@@ -1,0 +1,859 @@
+"""Codex CLI's token ledger: its JSONL rollouts, read the way `ccusage codex daily` 20.0.24 does.
+
+Codex writes one rollout per session under `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`
+(and moves old ones to `archived_sessions/`). Each API response leaves an `event_msg` line of
+type `token_count` with the response's usage (`last_token_usage`) and the session's running
+sum (`total_token_usage`). The rules below are ccusage's, file by file in docs/agents/codex.md;
+this module is pure: files in, `AgentUsage` records and bounded reject counts out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from agentwatch.sentinels.agent_ledger.base import AgentUsage, ReadResult
+
+AGENT = "codex"
+PRICES_FILE = Path(__file__).with_name("codex_prices.json")
+FALLBACK_MODEL = "gpt-5"  # ccusage's model for usage no turn_context names
+AUTO_REVIEW_MODEL = "codex-auto-review"
+# ccusage's embedded codex-auto-review snapshot (newest first): the model an auto-review
+# event is priced as, by the event's date.
+AUTO_REVIEW_FALLBACKS = (
+    ("2026-07-30", "gpt-5.6-luna"),
+    ("2026-03-05", "gpt-5.4"),
+    ("2026-02-05", "gpt-5.3-codex"),
+    ("2025-12-11", "gpt-5.2-codex"),
+    ("2025-11-13", "gpt-5.1-codex"),
+    ("2025-09-15", "gpt-5-codex"),
+    ("2025-08-07", "gpt-5"),
+)
+BURST_PAUSE_MS = 1000  # longest pause inside a replayed burst (ccusage's constant)
+FAST_TIERS = frozenset({"fast", "priority"})
+STANDARD_TIERS = frozenset({"default", "standard"})
+U64_MAX = 2**64 - 1
+
+# ccusage's byte pre-filter: only lines holding these compact markers are parsed as rollout
+# lines; everything else is headless `codex exec --json` output or skipped.
+_TURN_CONTEXT = b'"type":"turn_context"'
+_EVENT_MSG = b'"type":"event_msg"'
+_TOKEN_COUNT = b'"type":"token_count"'
+_SETTINGS = b'"type":"thread_settings_applied"'
+_ANY_TYPE = b'"type":'
+
+
+@dataclass(frozen=True, slots=True)
+class CodexUsage(AgentUsage):
+    """An AgentUsage that also carries the service tier Codex recorded for it: ccusage prices
+    a fast (priority) turn at the model's fast multiplier, and base.AgentUsage has no field
+    for it."""
+
+    fast: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """One usage object normalised as ccusage does (cached and cache-write clamped)."""
+
+    input: int = 0
+    cached: int = 0
+    cache_write: int = 0
+    output: int = 0
+    reasoning: int = 0
+    total: int = 0
+
+    def normalised(self) -> Usage:
+        cached = min(self.cached, self.input)
+        write = min(self.cache_write, self.input - cached)
+        return Usage(self.input, cached, write, self.output, self.reasoning, self.total)
+
+    def minus(self, earlier: Usage | None) -> Usage:
+        """The delta since `earlier` (saturating at zero, field by field)."""
+        if earlier is None:
+            return self.normalised()
+        return Usage(
+            max(self.input - earlier.input, 0),
+            max(self.cached - earlier.cached, 0),
+            max(self.cache_write - earlier.cache_write, 0),
+            max(self.output - earlier.output, 0),
+            max(self.reasoning - earlier.reasoning, 0),
+            max(self.total - earlier.total, 0),
+        ).normalised()
+
+    def empty(self) -> bool:
+        return not (self.input or self.cached or self.cache_write or self.output or self.reasoning)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One counted response before dedup: ccusage's CodexTokenUsageEvent."""
+
+    timestamp: str  # as recorded (ccusage keeps the text and parses it when grouping)
+    model: str
+    usage: Usage
+    fast: bool | None  # recorded tier; None: none recorded (config.toml decides)
+    offset: int  # byte offset of the line (the key of an event timed by the file's mtime)
+    mtime_stamped: bool = False  # headless output without a time of its own
+
+
+@dataclass
+class Meta:
+    """What a rollout's first line (session_meta) says about the session."""
+
+    session_id: str = ""
+    parent_id: str = ""
+    forked_at: int | None = None  # epoch ms
+    cwd: str = ""
+
+
+@dataclass
+class FileState:
+    """The running state ccusage keeps while it walks one file."""
+
+    previous_totals: Usage | None = None
+    model: str | None = None
+    tier: bool | None = None
+    cwd: str = ""
+    events: list[Event] = field(default_factory=list)
+    usage_stamps: list[int] = field(default_factory=list)  # first two usage lines' times (ms)
+
+
+# Counts bad input by a short reason from a fixed set (ReadResult.reject), never file text.
+Rejects = Callable[[str], None]
+
+
+# --- where the files are ------------------------------------------------------------------
+
+
+def roots(env: Mapping[str, str], home: Path) -> list[Path]:
+    """Codex homes: CODEX_HOME (ccusage splits it on commas) or ~/.codex."""
+    raw = env.get("CODEX_HOME")
+    if raw is not None:
+        homes = [Path(part.strip()) for part in raw.split(",") if part.strip()]
+    else:
+        homes = [home / ".codex"]
+    unique: list[Path] = []
+    for path in homes:
+        if path not in unique:
+            unique.append(path)
+    return unique
+
+
+def _sources(root: Path) -> list[Path]:
+    """sessions/ and archived_sessions/ of a home; the home itself when it has neither."""
+    found = [root / name for name in ("sessions", "archived_sessions") if (root / name).is_dir()]
+    return found or [root]
+
+
+def _jsonl_under(folder: Path) -> list[Path]:
+    """Every *.jsonl below `folder`, symlinks not followed (ccusage uses the entry's own type)."""
+    out: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return out
+    for entry in entries:
+        try:
+            if entry.is_file(follow_symlinks=False) and entry.name.endswith(".jsonl"):
+                out.append(Path(entry.path))
+            elif entry.is_dir(follow_symlinks=False):
+                out.extend(_jsonl_under(Path(entry.path)))
+        except OSError:
+            continue
+    return out
+
+
+def _relative(path: Path, folder: Path) -> Path:
+    try:
+        return path.relative_to(folder)
+    except ValueError:
+        return path
+
+
+def files(root: Path) -> list[Path]:
+    """The rollouts under one Codex home, in ccusage's order; a file in archived_sessions/ with
+    the same relative path as one in sessions/ is the same session and is left out."""
+    seen: set[Path] = set()
+    out: list[Path] = []
+    for folder in _sources(root):
+        for path in sorted(_jsonl_under(folder), key=lambda p: p.parts):
+            relative = _relative(path, folder)
+            if relative not in seen:
+                seen.add(relative)
+                out.append(path)
+    return out
+
+
+# --- small parsers, lenient the way ccusage's serde types are ------------------------------
+
+
+def _u64(value: Any) -> int | None:
+    """ccusage's lossy u64: a non-negative integer or a numeric string; anything else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if 0 <= value <= U64_MAX else None
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("+"):
+            text = text[1:]
+        if text.isdigit() and text.isascii():
+            number = int(text)
+            return number if number <= U64_MAX else None
+    return None
+
+
+def _first(fields: Mapping[str, Any], *names: str) -> int | None:
+    for name in names:
+        number = _u64(fields.get(name))
+        if number is not None:
+            return number
+    return None
+
+
+USAGE_FIELDS = (
+    "input_tokens",
+    "prompt_tokens",
+    "input",
+    "cached_input_tokens",
+    "cache_read_input_tokens",
+    "cached_tokens",
+    "cache_write_input_tokens",
+    "cache_creation_input_tokens",
+    "output_tokens",
+    "completion_tokens",
+    "output",
+    "reasoning_output_tokens",
+    "reasoning_tokens",
+    "total_tokens",
+)
+
+_USAGE_FIELD_SET = frozenset(USAGE_FIELDS)
+
+
+def usage_broken(value: Any) -> bool:
+    """A usage object serde cannot read at all: a token field holding an object or a list
+    (the lossy number reader takes anything else, as None when it is no number)."""
+    if not isinstance(value, dict):
+        return False
+    return any(isinstance(v, dict | list) and k in _USAGE_FIELD_SET for k, v in value.items())
+
+
+def parse_usage(value: Any) -> Usage | None:
+    """A usage object with every alias ccusage accepts; total recomputed when absent or 0;
+    cached input clamped to input and cache writes to the rest."""
+    if not isinstance(value, dict) or usage_broken(value):
+        return None
+    tokens_in = _first(value, "input_tokens", "prompt_tokens", "input") or 0
+    tokens_out = _first(value, "output_tokens", "completion_tokens", "output") or 0
+    reasoning = _first(value, "reasoning_output_tokens", "reasoning_tokens") or 0
+    cached = _first(value, "cached_input_tokens", "cache_read_input_tokens", "cached_tokens")
+    write = _first(value, "cache_write_input_tokens", "cache_creation_input_tokens")
+    total = _u64(value.get("total_tokens"))
+    computed = tokens_in + tokens_out  # 20.0.24 (reasoning is inside output)
+    if total is None or (total == 0 and computed != 0):
+        total = computed
+    # ccusage clamps at parse time, so a running total is clamped before deltas are taken
+    return Usage(tokens_in, cached or 0, write or 0, tokens_out, reasoning, total).normalised()
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    return None
+
+
+def _model_of(fields: Any) -> str | None:
+    """model, then model_name, then metadata.model (non-empty strings only)."""
+    if not isinstance(fields, dict):
+        return None
+    metadata = fields.get("metadata")
+    nested = metadata.get("model") if isinstance(metadata, dict) else None
+    return _text(fields.get("model")) or _text(fields.get("model_name")) or _text(nested)
+
+
+def parse_timestamp_ms(text: str) -> int | None:
+    """ccusage's strict RFC 3339 parser: YYYY-MM-DDTHH:MM:SS[.mmm](Z|±HH:MM), nothing else."""
+    size = len(text)
+    if size in (20, 25) and text[19] in "Z+-":
+        millis, zone = "000", text[19:]
+    elif size in (24, 29) and text[19] == ".":
+        millis, zone = text[20:23], text[23:]
+    else:
+        return None
+    if not millis.isdigit() or not millis.isascii():
+        return None
+    if zone == "Z":
+        offset = 0
+    elif len(zone) == 6 and zone[0] in "+-" and zone[3] == ":" and _digits(zone[1:3] + zone[4:]):
+        offset = int(zone[1:3]) * 60 + int(zone[4:6])
+        offset = offset if zone[0] == "+" else -offset
+    else:
+        return None
+    head = text[:19]
+    if head[4] != "-" or head[7] != "-" or head[10] != "T" or head[13] != ":" or head[16] != ":":
+        return None
+    parts = (head[0:4], head[5:7], head[8:10], head[11:13], head[14:16], head[17:19])
+    if not all(_digits(part) for part in parts):
+        return None
+    year, month, day, hour, minute, second = (int(part) for part in parts)
+    if hour > 23 or minute > 59 or second > 59:
+        return None
+    try:
+        date = dt.date(year, month, day)
+    except ValueError:
+        return None
+    days = (date - dt.date(1970, 1, 1)).days
+    return (((days * 24 + hour) * 60 + minute) * 60 + second) * 1000 + int(millis) - offset * 60000
+
+
+def _digits(text: str) -> bool:
+    return text.isdigit() and text.isascii()
+
+
+MAX_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z: later times have no RFC 3339 form
+
+
+def _format_ms(millis: int) -> str:
+    """RFC 3339 with milliseconds; beyond year 9999 a text ccusage's parser (and ours) refuses."""
+    if not 0 <= millis <= MAX_MS:
+        return "out-of-range"
+    moment = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=millis)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{millis % 1000:03d}Z"
+
+
+def _number_ms(raw: int) -> int:
+    """Epoch seconds or milliseconds (ccusage: above 1e10 it is milliseconds)."""
+    return raw if raw > 10_000_000_000 else raw * 1000
+
+
+def _session_timestamp(value: Any) -> str | None:
+    """A rollout line's timestamp as ccusage keeps it: the trimmed text, or a number normalised."""
+    if isinstance(value, str):
+        return value.strip() or None
+    number = _u64(value) if isinstance(value, int) else None
+    return _format_ms(_number_ms(number)) if number is not None else None
+
+
+def _normalised_timestamp(value: Any) -> str | None:
+    """A headless timestamp: parsed strictly and re-rendered, or a number normalised."""
+    if isinstance(value, str):
+        millis = parse_timestamp_ms(value.strip()) if value.strip() else None
+        return _format_ms(millis) if millis is not None else None
+    number = _u64(value) if isinstance(value, int) else None
+    return _format_ms(_number_ms(number)) if number is not None else None
+
+
+def _calendar_date(text: str) -> str | None:
+    """The YYYY-MM-DD prefix when it is a real date (ccusage's codex_timestamp_date)."""
+    head = text[:10]
+    if len(head) != 10 or head[4] != "-" or head[7] != "-":
+        return None
+    if not (_digits(head[0:4]) and _digits(head[5:7]) and _digits(head[8:10])):
+        return None
+    try:
+        dt.date(int(head[0:4]), int(head[5:7]), int(head[8:10]))
+    except ValueError:
+        return None
+    return head
+
+
+# --- line classification (ccusage's byte pre-filter) ---------------------------------------
+
+
+def _type_flags(line: bytes) -> tuple[bool, bool, bool, bool]:
+    """turn_context / event_msg / token_count / thread_settings_applied as "type" values,
+    whitespace around the colon allowed (ccusage's codex_line_type_flags)."""
+    flags = [False, False, False, False]
+    names = (b"turn_context", b"event_msg", b"token_count", b"thread_settings_applied")
+    start = 0
+    while (index := line.find(b'"type"', start)) >= 0:
+        cursor = index + 6
+        while cursor < len(line) and line[cursor] in b" \t\r\n":
+            cursor += 1
+        if cursor >= len(line) or line[cursor] != ord(":"):
+            start = index + 6
+            continue
+        cursor += 1
+        while cursor < len(line) and line[cursor] in b" \t\r\n":
+            cursor += 1
+        if cursor >= len(line) or line[cursor] != ord('"'):
+            start = cursor + 1
+            continue
+        cursor += 1
+        for position, name in enumerate(names):
+            end = cursor + len(name)
+            if line[cursor:end] == name and line[end : end + 1] == b'"':
+                flags[position] = True
+        if flags[0] or (flags[1] and (flags[2] or flags[3])):
+            break
+        start = cursor + 1
+    return flags[0], flags[1], flags[2], flags[3]
+
+
+def line_kind(line: bytes) -> str | None:
+    """ "session", "headless" or None (skipped), decided on the raw bytes as ccusage does."""
+    event_msg = _EVENT_MSG in line
+    if _TURN_CONTEXT in line or (event_msg and (_TOKEN_COUNT in line or _SETTINGS in line)):
+        return "session"
+    compact = _ANY_TYPE in line
+    short = not event_msg and compact and len(line) < 64 * 1024
+    nested = short and (_TOKEN_COUNT in line or b"thread_settings_applied" in line)
+    if event_msg or nested or not compact:
+        turn_context, is_event, token_count, settings = _type_flags(line)
+        if turn_context or (is_event and (token_count or settings)):
+            return "session"
+    if b'"usage":' in line or (b'_tokens":' in line and _token_markers(line)):
+        return "headless"
+    return None
+
+
+def _token_markers(line: bytes) -> bool:
+    """The two token-count markers of headless output (checked after the cheaper "_tokens\":")."""
+    return b'"input_tokens":' in line or b'"prompt_tokens":' in line
+
+
+# --- one file ------------------------------------------------------------------------------
+
+
+def _typed_string(value: Any) -> bool:
+    """serde's Option<Cow<str>>: absent/null or a string; anything else fails the whole line."""
+    return value is None or isinstance(value, str)
+
+
+def _session_line_ok(entry: dict[str, Any]) -> bool:
+    """Whether ccusage's typed CodexSessionLogEntry would deserialize this line at all."""
+    if not _typed_string(entry.get("type")):
+        return False
+    stamp = entry.get("timestamp")
+    if not (stamp is None or isinstance(stamp, str) or _u64_int(stamp)):
+        return False
+    payload = entry.get("payload")
+    if not isinstance(payload, dict):
+        return True
+    if not all(_typed_string(payload.get(key)) for key in ("type", "model", "model_name")):
+        return False
+    info = payload.get("info")
+    if isinstance(info, dict) and any(
+        usage_broken(info.get(name)) for name in ("last_token_usage", "total_token_usage")
+    ):
+        return False
+    for holder in (payload, info):
+        if isinstance(holder, dict):
+            if not all(_typed_string(holder.get(key)) for key in ("model", "model_name")):
+                return False
+            metadata = holder.get("metadata")
+            if isinstance(metadata, dict) and not _typed_string(metadata.get("model")):
+                return False
+    settings = payload.get("thread_settings")
+    return not (isinstance(settings, dict) and not _typed_string(settings.get("service_tier")))
+
+
+def _u64_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= U64_MAX
+
+
+def _resolve_model(state: FileState, parsed: str | None, timestamp: str) -> str:
+    """ccusage's resolve_codex_usage_model: the event's own model, else the session's, else
+    gpt-5; codex-auto-review priced as the newest model released by the event's date."""
+    if parsed is not None:
+        state.model = parsed
+    model = parsed or state.model
+    if model is None:
+        state.model = model = FALLBACK_MODEL
+    if model != AUTO_REVIEW_MODEL:
+        return model
+    date = _calendar_date(timestamp)
+    if date is None:
+        return FALLBACK_MODEL
+    return next((name for since, name in AUTO_REVIEW_FALLBACKS if date >= since), FALLBACK_MODEL)
+
+
+def turn_usage(previous: Usage | None, last: Usage | None, total: Usage | None) -> Usage | None:
+    """This response's usage: last_token_usage, unless the running total did not move (a
+    repeated snapshot); else the total's delta from the previous total (ccusage's rule)."""
+    advanced = total is None or previous != total
+    if last is not None and advanced:
+        return last.normalised()
+    if total is not None:
+        return total.minus(previous)
+    return None
+
+
+def _session_line(entry: dict[str, Any], state: FileState, offset: int) -> None:
+    """A turn_context, thread_settings_applied or token_count line."""
+    payload = entry.get("payload") if isinstance(entry.get("payload"), dict) else None
+    kind = entry.get("type")
+    if kind == "turn_context":
+        model = _model_of(payload)
+        if model is not None:
+            state.model = model
+        if payload is not None and isinstance(payload.get("cwd"), str):
+            state.cwd = payload["cwd"]
+        return
+    if kind != "event_msg" or payload is None:
+        return
+    timestamp = _session_timestamp(entry.get("timestamp"))
+    if timestamp is None:
+        return
+    if payload.get("type") == "thread_settings_applied":
+        settings = payload.get("thread_settings")
+        tier = settings.get("service_tier") if isinstance(settings, dict) else None
+        if isinstance(tier, str):
+            state.tier = True if tier in FAST_TIERS else False if tier in STANDARD_TIERS else None
+        return
+    if payload.get("type") != "token_count":
+        return
+    info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
+    total = parse_usage(info.get("total_token_usage"))
+    last = parse_usage(info.get("last_token_usage"))
+    if (total is not None or last is not None) and len(state.usage_stamps) < 2:
+        millis = parse_timestamp_ms(timestamp)
+        if millis is not None:
+            state.usage_stamps.append(millis)
+    usage = turn_usage(state.previous_totals, last, total)
+    if total is not None:
+        state.previous_totals = total
+    if usage is None or usage.empty():
+        return
+    model = _resolve_model(state, _model_of(payload) or _model_of(info), timestamp)
+    state.events.append(Event(timestamp, model, usage, state.tier, offset))
+
+
+_HEADLESS_HOLDERS = ("data", "result", "response")
+
+
+def _headless_line(entry: dict[str, Any], state: FileState, offset: int, mtime: str) -> None:
+    """Saved `codex exec --json` output: a usage object at the top or under data/result/response."""
+    holders = [entry] + [entry.get(name) for name in _HEADLESS_HOLDERS]
+    objects = [holder for holder in holders if isinstance(holder, dict)]
+    usage = next((u for h in objects if (u := parse_usage(h.get("usage"))) is not None), None)
+    if usage is None:
+        return
+    if usage.empty() and usage.total == 0:
+        return
+    stamps = [h.get(key) for h in objects for key in ("timestamp", "created_at", "createdAt")]
+    event_time = next((t for s in stamps if (t := _normalised_timestamp(s))), None)
+    model_time = next((t for s in stamps if (t := _raw_or_normalised(s))), mtime)
+    parsed = next((m for h in objects if (m := _model_of(h)) is not None), None)
+    model = _resolve_model(state, parsed, model_time)
+    stamped = event_time is not None
+    state.events.append(Event(event_time or mtime, model, usage, None, offset, not stamped))
+
+
+def _raw_or_normalised(value: Any) -> str | None:
+    """ccusage's model-date timestamp: the text itself when it starts with a real date."""
+    if isinstance(value, str) and value.strip() and _calendar_date(value.strip()):
+        return value.strip()
+    return _normalised_timestamp(value)
+
+
+def _mtime(path: Path) -> str:
+    try:
+        return _format_ms(int(path.stat().st_mtime * 1000))
+    except OSError:
+        return _format_ms(0)
+
+
+def _lines(path: Path, rejects: Rejects) -> Iterator[tuple[int, bytes]]:
+    """(offset, line) pairs; an unreadable file counts once and yields nothing."""
+    try:
+        with path.open("rb") as handle:
+            offset = 0
+            for line in handle:
+                yield offset, line
+                offset += len(line)
+    except OSError:
+        rejects("unreadable_file")
+
+
+def parse_file(path: Path, rejects: Rejects) -> FileState:
+    """Every usage event of one rollout, in file order, before replay filtering and dedup."""
+    state = FileState()
+    mtime = ""
+    for offset, line in _lines(path, rejects):
+        kind = line_kind(line)
+        if kind is None:
+            continue
+        try:
+            entry = json.loads(line)
+        except (ValueError, RecursionError):
+            rejects("bad_json")
+            continue
+        if not isinstance(entry, dict):
+            rejects("not_an_object")
+            continue
+        if kind == "session":
+            if _session_line_ok(entry):
+                _session_line(entry, state, offset)
+            else:
+                rejects("bad_field_type")
+        else:
+            mtime = mtime or _mtime(path)
+            _headless_line(entry, state, offset, mtime)
+    return state
+
+
+def read_meta(path: Path) -> Meta:
+    """The session_meta first line: id, parent (fork or spawned sub-agent), fork time, cwd."""
+    meta = Meta()
+    try:
+        with path.open("rb") as handle:
+            first = handle.readline()
+        entry = json.loads(first)
+    except (OSError, ValueError, RecursionError):
+        return meta
+    if not isinstance(entry, dict):
+        return meta
+    stamp = _normalised_timestamp(entry.get("timestamp"))
+    meta.forked_at = parse_timestamp_ms(stamp) if stamp else None
+    payload = entry.get("payload")
+    if entry.get("type") != "session_meta" or not isinstance(payload, dict):
+        return meta
+    meta.session_id = payload["id"] if isinstance(payload.get("id"), str) else ""
+    meta.cwd = payload["cwd"] if isinstance(payload.get("cwd"), str) else ""
+    parent = payload.get("forked_from_id")
+    if not isinstance(parent, str):
+        parent = _dig(payload, "source", "subagent", "thread_spawn", "parent_thread_id")
+    meta.parent_id = parent if isinstance(parent, str) else ""
+    return meta
+
+
+def _dig(value: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+# --- forks: usage a child copied from its parent is not counted again ----------------------
+
+
+def _burst_start(stamps: list[int]) -> int | None:
+    """When a rollout opens with two usage lines at most a second apart, it replayed a history
+    it did not spend (ccusage's detect_rewritten_burst); the first one's time."""
+    if len(stamps) < 2:
+        return None
+    return stamps[0] if 0 <= stamps[1] - stamps[0] <= BURST_PAUSE_MS else None
+
+
+def drop_replay(events: list[Event], stamps: list[int], prefix: list[Usage] | None) -> list[Event]:
+    """The child's own events: leading ones equal to the parent's usage (up to the fork) are
+    replay; with no parent to match, the leading dense burst is."""
+    if prefix is None:
+        return events
+    index = 0
+    while index < len(events) and index < len(prefix) and events[index].usage == prefix[index]:
+        index += 1
+    if index > 0:
+        return events[index:]
+    start = _burst_start(stamps)
+    if start is None:
+        return events
+    previous = start
+    while index < len(events):
+        stamp = parse_timestamp_ms(events[index].timestamp)
+        if stamp is None or not 0 <= stamp - previous <= BURST_PAUSE_MS:
+            break
+        previous = stamp
+        index += 1
+    return events[index:]
+
+
+def _replay_prefix(parent: list[Event], forked_at: int | None) -> list[Usage]:
+    """The parent's usage up to its first event after the fork time."""
+    usage: list[Usage] = []
+    for event in parent:
+        stamp = parse_timestamp_ms(event.timestamp)
+        if forked_at is not None and stamp is not None and stamp > forked_at:
+            break
+        usage.append(event.usage)
+    return usage
+
+
+# --- config.toml: the service tier when the rollout records none ---------------------------
+
+
+def _config_requests_fast(config: Path) -> bool:
+    """ccusage's rule: a `service_tier = "fast"|"priority"` line in the home's config.toml."""
+    try:
+        text = config.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    for line in text.splitlines():
+        setting = line.split("#", 1)[0].strip()
+        key, sep, value = setting.partition("=")
+        if sep and key.strip() == "service_tier" and value.strip().strip("\"'") in FAST_TIERS:
+            return True
+    return False
+
+
+def _home_of(path: Path) -> Path | None:
+    """The Codex home a rollout belongs to: the folder above sessions/ or archived_sessions/."""
+    for parent in path.parents:
+        if parent.name in ("sessions", "archived_sessions"):
+            return parent.parent
+    return None
+
+
+def _default_fast(path: Path, known: dict[Path, bool] | None = None) -> bool:
+    """The tier of a rollout's turns that record none: its home's config.toml (read once per
+    home and call, so an edited config counts from the next read on)."""
+    home = _home_of(path)
+    if home is None:
+        return False
+    known = {} if known is None else known
+    if home not in known:
+        known[home] = _config_requests_fast(home / "config.toml")
+    return known[home]
+
+
+# --- all files -----------------------------------------------------------------------------
+
+
+def _key(event: Event, millis: int) -> str:
+    """ccusage's dedup identity (time, model, every token count), hashed: the same response
+    copied into two rollouts, or read again after an append or a rewrite, keeps its key."""
+    usage = event.usage
+    ident = (
+        f"{millis}|{event.model}|{usage.input}|{usage.cached}|{usage.cache_write}|"
+        f"{usage.output}|{usage.reasoning}|{usage.total}"
+    )
+    return "codex:" + hashlib.sha256(ident.encode()).hexdigest()[:32]
+
+
+def _place_key(event: Event, path: Path) -> str:
+    """The key of headless output timed only by the file's mtime, which moves on every write:
+    where the line is (file and byte offset) and what it says, so a re-read after an append
+    or a rewrite finds the same key."""
+    usage = event.usage
+    ident = (
+        f"{path}|{event.offset}|{event.model}|{usage.input}|{usage.cached}|{usage.cache_write}|"
+        f"{usage.output}|{usage.reasoning}|{usage.total}"
+    )
+    return "codex:" + hashlib.sha256(ident.encode()).hexdigest()[:32]
+
+
+def _entry(event: Event, millis: int, meta: Meta, state: FileState, path: Path) -> CodexUsage:
+    usage = event.usage
+    cwd = meta.cwd or state.cwd
+    return CodexUsage(
+        agent=AGENT,
+        key=_key(event, millis) if not event.mtime_stamped else _place_key(event, path),
+        timestamp=millis / 1000,
+        session=meta.session_id,
+        project=Path(cwd).name if cwd else "",
+        model=event.model,
+        input=usage.input - usage.cached - usage.cache_write,
+        output=usage.output,
+        cache_read=usage.cached,
+        cache_creation=usage.cache_write,
+    )
+
+
+def read_files(paths: Iterable[Path]) -> ReadResult:
+    """Every counted response in `paths` (give them in `files()` order), forks' replayed
+    history and cross-file duplicates left out as ccusage leaves them out."""
+    result = ReadResult()
+    rejects = result.reject
+    ordered = list(dict.fromkeys(paths))
+    metas = {path: read_meta(path) for path in ordered}
+    states = {path: parse_file(path, rejects) for path in ordered}
+    by_id: dict[str, list[Path]] = {}
+    for path in ordered:
+        if metas[path].session_id:
+            by_id.setdefault(metas[path].session_id, []).append(path)
+    kept: dict[str, tuple[CodexUsage, bool | None, bool]] = {}
+    configs: dict[Path, bool] = {}
+    for path in ordered:
+        meta, state = metas[path], states[path]
+        prefix = _prefix_for(path, meta, by_id, states)
+        events = drop_replay(state.events, state.usage_stamps, prefix)
+        default_fast = _default_fast(path, configs)
+        for event in events:
+            millis = parse_timestamp_ms(event.timestamp)
+            if millis is None:
+                rejects("bad_timestamp")
+                continue
+            ident = _key(event, millis)  # ccusage's dedup identity
+            if ident not in kept:
+                kept[ident] = (_entry(event, millis, meta, state, path), event.fast, default_fast)
+            elif _TIER_RANK[event.fast] > _TIER_RANK[kept[ident][1]]:
+                first, _, default = kept[ident]
+                kept[ident] = (first, event.fast, default)
+    for entry, tier, default in kept.values():
+        fast = default if tier is None else tier
+        result.entries.append(dataclasses.replace(entry, fast=fast))
+    return result
+
+
+# A response copied into several rollouts is counted once; when the copies recorded
+# different service tiers, ccusage 20.0.24 prices it standard over fast over unrecorded
+# (observed against the binary: the rule is not in the source we could read).
+_TIER_RANK: dict[bool | None, int] = {None: 0, True: 1, False: 2}
+
+
+def _prefix_for(
+    path: Path, meta: Meta, by_id: dict[str, list[Path]], states: dict[Path, FileState]
+) -> list[Usage] | None:
+    """None for a session that is no fork; the parent's usage up to the fork for one that is
+    (empty when the parent's rollout is not among the files read)."""
+    if not meta.parent_id:
+        return None
+    parent = next((p for p in by_id.get(meta.parent_id, []) if p != path), None)
+    if parent is None:
+        return []
+    return _replay_prefix(states[parent].events, meta.forked_at)
+
+
+# --- prices --------------------------------------------------------------------------------
+
+
+@cache
+def price_table() -> dict[str, Any]:
+    """codex_prices.json: USD per million tokens per model, each with its source page."""
+    table: dict[str, Any] = json.loads(PRICES_FILE.read_text(encoding="utf-8"))
+    return table
+
+
+def _rates(model: str) -> dict[str, Any] | None:
+    models: dict[str, Any] = price_table()["models"]
+    aliases: dict[str, str] = price_table().get("aliases", {})
+    found = models.get(model)
+    if found is None and model in aliases:
+        found = models.get(aliases[model])
+    return found
+
+
+def price(entry: AgentUsage) -> float | None:
+    """USD for one response as ccusage prices it: fresh input, cached input, cache writes and
+    output (reasoning is inside output) at the model's rates; above the long-context threshold
+    (on the request's whole input) the long rates; a fast-tier turn times the fast multiplier.
+    None for a model the table does not price."""
+    rates = _rates(entry.model)
+    if rates is None:
+        return None
+    whole_input = entry.input + entry.cache_read + entry.cache_creation
+    long = rates.get("long_context")
+    tier: Mapping[str, Any] = rates
+    if long is not None and whole_input > long["above_input_tokens"]:
+        tier = {**rates, **{k: v for k, v in long.items() if k != "above_input_tokens"}}
+    cost = (
+        entry.input * tier["input"]
+        + entry.cache_read * tier["cached_input"]
+        + entry.cache_creation * tier["cache_write"]
+        + entry.output * tier["output"]
+    ) / 1_000_000
+    if getattr(entry, "fast", False):
+        cost *= rates.get("fast_multiplier", 1.0)
+    return cost

@@ -1,0 +1,429 @@
+"""The Codex reader's totals equal `ccusage codex daily --json --offline` (20.0.24): on
+generated corpora holding every rule's edge cases and on rollouts the real Codex CLI wrote;
+tokens exactly, cost within 1e-6 relative. Each rule is also knocked out in turn, and the
+comparison must then fail (else the corpus would not be testing it). Then the reader-level
+restart safety: the same keys after an append, a truncation, a whole rewrite, a crash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentwatch.sentinels.agent_ledger import codex
+from agentwatch.sentinels.agent_ledger.base import AgentUsage, daily_totals
+from tests.agents import codex_corpus
+from tests.agents.codex_tools import (
+    ROOT,
+    ccusage_daily,
+    ccusage_run,
+    differences,
+    home_files,
+    our_daily,
+    report_days,
+)
+
+FIXTURES = ROOT / "tests" / "fixtures" / "agents" / "codex" / "codex-home"
+REJECT_REASONS = {"bad_json", "not_an_object", "bad_field_type", "bad_timestamp", "unreadable_file"}
+EVERY_RULE = {
+    "normal",
+    "repeated_snapshot",
+    "cumulative_only",
+    "counter_reset",
+    "last_only",
+    "clamps_and_aliases",
+    "models",
+    "auto_review",
+    "timestamps",
+    "broken",
+    "archived_same_path",
+    "copied_rollout",
+    "archive_only",
+    "fork_forked_from_id",
+    "fork_thread_spawn",
+    "orphan_fork_dense",
+    "orphan_fork_sparse",
+    "service_tiers",
+    "headless",
+}
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory: pytest.TempPathFactory) -> dict[int, codex_corpus.Corpus]:
+    """Two seeded homes: one whose config.toml asks for the fast tier, one without."""
+    base = tmp_path_factory.mktemp("codex-corpora")
+    return {
+        seed: codex_corpus.generate(base / f"seed-{seed}", seed, fast_config=seed == 1)
+        for seed in (1, 2)
+    }
+
+
+@pytest.mark.parametrize("timezone", ["UTC", "Asia/Kolkata", "America/Los_Angeles"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_generated_corpus_equals_ccusage(
+    corpora: dict[int, codex_corpus.Corpus], seed: int, timezone: str, tmp_path: Path
+) -> None:
+    home = str(corpora[seed].home)
+    theirs = ccusage_daily(home, tmp_path, timezone)
+    assert theirs, "ccusage found nothing: the corpus is not where CODEX_HOME points"
+    assert differences(our_daily(home, timezone), theirs) == []
+
+
+def test_corpus_exercises_every_rule(corpora: dict[int, codex_corpus.Corpus]) -> None:
+    for corpus in corpora.values():
+        assert set(corpus.rules) >= EVERY_RULE, EVERY_RULE - set(corpus.rules)
+
+
+def test_corpus_rejects_are_bounded_reasons(corpora: dict[int, codex_corpus.Corpus]) -> None:
+    result = codex.read_files(home_files(str(corpora[1].home)))
+    assert result.rejects, "the corpus's broken lines were not seen"
+    assert set(result.rejects) <= REJECT_REASONS
+
+
+def test_real_cli_rollouts_equal_ccusage(tmp_path: Path) -> None:
+    """Rollouts Codex CLI 0.171.0 wrote (tests/fixtures/agents/codex/README.md)."""
+    home = str(FIXTURES)
+    theirs = ccusage_daily(home, tmp_path, "UTC")
+    assert sum(day["input"] for day in theirs.values()) > 0
+    assert differences(our_daily(home, "UTC"), theirs) == []
+    entries = codex.read_files(home_files(home)).entries
+    # one per scripted turn the CLI recorded, plus the saved --json output of one of them
+    assert len(entries) == 7
+    assert {entry.model for entry in entries} == {"gpt-5", "gpt-5.4"}
+    assert sum(1 for entry in entries if entry.session and entry.project == "project") == 6
+
+
+def test_several_homes_in_codex_home(
+    corpora: dict[int, codex_corpus.Corpus], tmp_path: Path
+) -> None:
+    """CODEX_HOME may list homes separated by commas; a rollout at the same relative path in
+    two homes is two sessions (only duplicate responses are merged)."""
+    second = tmp_path / "second-home"
+    shutil.copytree(FIXTURES, second)
+    home = f"{corpora[2].home}, {second}"
+    assert differences(our_daily(home, "UTC"), ccusage_daily(home, tmp_path / "s", "UTC")) == []
+    roots = codex.roots({"CODEX_HOME": home}, Path("/unused"))
+    assert roots == [corpora[2].home, second]
+    assert codex.roots({}, Path("/home/someone")) == [Path("/home/someone/.codex")]
+
+
+def test_symlinked_rollouts_are_not_followed(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURES, home)
+    (home / "sessions" / "linked").symlink_to(home / "sessions" / "2026")
+    one = next((home / "sessions").rglob("rollout-*.jsonl"))
+    (home / "sessions" / "link.jsonl").symlink_to(one)
+    assert all("link" not in path.relative_to(home).as_posix() for path in codex.files(home))
+    assert differences(our_daily(str(home), "UTC"), ccusage_daily(str(home), tmp_path, "UTC")) == []
+
+
+def test_unparseable_timestamp_fails_ccusage_and_is_rejected_here(tmp_path: Path) -> None:
+    """ccusage stops with "Invalid Codex timestamp" on a timestamp its strict parser refuses
+    (microseconds here); the reader counts the line as a reject and goes on."""
+    home = tmp_path / "home"
+    rollout = home / "sessions" / "2026" / "03" / "01" / "rollout-bad.jsonl"
+    rollout.parent.mkdir(parents=True)
+    usage = {"input_tokens": 10, "output_tokens": 1}
+    good = codex_corpus.Writer.count("2026-03-01T10:00:00.000Z", {"last_token_usage": usage})
+    bad = codex_corpus.Writer.count("2026-03-01T10:00:01.123456Z", {"last_token_usage": usage})
+    rollout.write_text(good + "\n" + bad + "\n")
+    done = ccusage_run(str(home), tmp_path / "scratch", "UTC")
+    assert done.returncode != 0 and "Invalid Codex timestamp" in done.stderr
+    result = codex.read_files(codex.files(home))
+    assert result.rejects == {"bad_timestamp": 1}
+    assert [entry.input for entry in result.entries] == [10]
+
+
+# --- every rule must matter: knock one out, the comparison must fail -------------------------
+
+
+def _no_deltas(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(codex.Usage, "minus", lambda self, earlier: self.normalised())
+
+
+def _no_snapshot_filter(monkeypatch: pytest.MonkeyPatch) -> None:
+    def naive(previous: Any, last: Any, total: Any) -> Any:
+        if last is not None:
+            return last.normalised()
+        return total.minus(previous) if total is not None else None
+
+    monkeypatch.setattr(codex, "turn_usage", naive)
+
+
+def _no_clamp(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(codex.Usage, "normalised", lambda self: self)
+
+
+def _no_cache_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = codex.parse_usage
+
+    def without(value: Any) -> Any:
+        usage = original(value)
+        if usage is None:
+            return None
+        return codex.Usage(usage.input, usage.cached, 0, usage.output, usage.reasoning, usage.total)
+
+    monkeypatch.setattr(codex, "parse_usage", without)
+
+
+def _no_replay_drop(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(codex, "drop_replay", lambda events, stamps, prefix: events)
+
+
+def _no_dedup(monkeypatch: pytest.MonkeyPatch) -> None:
+    counter = iter(range(10**9))
+    monkeypatch.setattr(codex, "_key", lambda event, millis: f"codex:{next(counter)}")
+
+
+def _no_archive_dedup(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(codex, "_relative", lambda path, folder: path)
+
+
+def _no_tiers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(codex, "FAST_TIERS", frozenset())
+    monkeypatch.setattr(codex, "_default_fast", lambda path, known=None: False)
+
+
+def _no_long_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    table = codex.price_table()
+    flat = {
+        name: {k: v for k, v in rates.items() if k != "long_context"}
+        for name, rates in table["models"].items()
+    }
+    monkeypatch.setattr(codex, "price_table", lambda: {**table, "models": flat})
+
+
+def _no_auto_review(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(codex, "AUTO_REVIEW_MODEL", "no-such-model")
+
+
+def _no_byte_filter(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = codex.line_kind
+    monkeypatch.setattr(codex, "line_kind", lambda line: original(line.replace(b'": "', b'":"')))
+
+
+def _no_offsets(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = codex.parse_timestamp_ms
+
+    def utc_only(text: str) -> int | None:
+        return original(text[:19] + "Z") if len(text) in (25, 29) else original(text)
+
+    monkeypatch.setattr(codex, "parse_timestamp_ms", utc_only)
+
+
+KNOCKOUTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
+    "cumulative counters to deltas": _no_deltas,
+    "repeated snapshots": _no_snapshot_filter,
+    "cached and cache-write clamps": _no_clamp,
+    "cache writes": _no_cache_writes,
+    "fork replay": _no_replay_drop,
+    "cross-file dedup": _no_dedup,
+    "archived copy of an active rollout": _no_archive_dedup,
+    "service tier": _no_tiers,
+    "long-context prices": _no_long_context,
+    "codex-auto-review model": _no_auto_review,
+    "byte pre-filter (spaced JSON skipped)": _no_byte_filter,
+    "timestamp offsets": _no_offsets,
+}
+
+
+@pytest.fixture(scope="module")
+def reference(
+    corpora: dict[int, codex_corpus.Corpus], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    scratch = tmp_path_factory.mktemp("ccusage-scratch")
+    return ccusage_daily(str(corpora[1].home), scratch, "UTC")
+
+
+@pytest.mark.parametrize("rule", list(KNOCKOUTS))
+def test_dropping_a_rule_breaks_conformance(
+    rule: str,
+    corpora: dict[int, codex_corpus.Corpus],
+    reference: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert differences(our_daily(str(corpora[1].home), "UTC"), reference) == []
+    KNOCKOUTS[rule](monkeypatch)
+    assert differences(our_daily(str(corpora[1].home), "UTC"), reference) != [], rule
+
+
+# --- restart safety: keys are stable, so a ledger keyed on them never counts twice ----------
+
+
+def _keys(paths: list[Path]) -> dict[str, AgentUsage]:
+    return {entry.key: entry for entry in codex.read_files(paths).entries}
+
+
+def _rollout(corpus: codex_corpus.Corpus, rule: str = "normal") -> Path:
+    """The corpus's first rollout written for `rule` with at least two responses."""
+    for path in sorted(corpus.home.joinpath("sessions").rglob("*.jsonl")):
+        if len(_keys([path])) >= 3:
+            return path
+    raise AssertionError("no rollout with three responses")
+
+
+def test_same_keys_after_append(corpora: dict[int, codex_corpus.Corpus], tmp_path: Path) -> None:
+    source = _rollout(corpora[1])
+    lines = source.read_bytes().splitlines(keepends=True)
+    target = tmp_path / "sessions" / "rollout-grow.jsonl"
+    target.parent.mkdir(parents=True)
+    seen: dict[str, AgentUsage] = {}
+    for cut in range(1, len(lines) + 1):
+        target.write_bytes(b"".join(lines[:cut]))
+        now = _keys([target])
+        for key, entry in seen.items():
+            assert now[key] == entry  # an earlier response keeps its key and its numbers
+        seen.update(now)
+    assert seen.keys() == _keys([source]).keys()
+
+
+def test_same_keys_after_truncation_and_half_lines(
+    corpora: dict[int, codex_corpus.Corpus], tmp_path: Path
+) -> None:
+    source = _rollout(corpora[1])
+    data = source.read_bytes()
+    full = _keys([source])
+    target = tmp_path / "sessions" / "rollout-cut.jsonl"
+    target.parent.mkdir(parents=True)
+    for size in range(0, len(data), max(1, len(data) // 97)):
+        target.write_bytes(data[:size])  # cut anywhere, mid-line included
+        assert _keys([target]).keys() <= full.keys()
+
+
+def test_same_keys_after_whole_rewrite_and_copy(
+    corpora: dict[int, codex_corpus.Corpus], tmp_path: Path
+) -> None:
+    source = _rollout(corpora[1])
+    before = _keys([source])
+    rewritten = tmp_path / "sessions" / "rollout-rewritten.jsonl"
+    rewritten.parent.mkdir(parents=True)
+    temporary = rewritten.with_suffix(".tmp")
+    temporary.write_bytes(source.read_bytes())
+    os.replace(temporary, rewritten)  # a new inode, the same text
+    assert _keys([rewritten]).keys() == before.keys()
+    assert _keys([source, rewritten]).keys() == before.keys()  # a copy: the same responses
+
+
+def test_ledger_killed_mid_backfill_never_counts_twice(
+    corpora: dict[int, codex_corpus.Corpus], tmp_path: Path
+) -> None:
+    """A ledger keyed on `key` stores part of a backfill, dies (SIGKILL: nothing else
+    stored), then reads everything again: its totals are ccusage's, not more."""
+    home = str(corpora[2].home)
+    entries = codex.read_files(home_files(home)).entries
+    stored: dict[str, AgentUsage] = {entry.key: entry for entry in entries[: len(entries) // 3]}
+    for entry in codex.read_files(home_files(home)).entries:  # the restart's full re-read
+        stored.setdefault(entry.key, entry)
+    totals = daily_totals(stored.values(), "UTC", codex.price)
+    assert differences(totals, ccusage_daily(home, tmp_path, "UTC")) == []
+
+
+def test_no_text_from_the_files_in_records(tmp_path: Path) -> None:
+    """Records carry ids, names and numbers; never the prompts or replies in the rollout."""
+    result = codex.read_files(home_files(str(FIXTURES)))
+    flat = repr(result.entries) + repr(result.rejects)
+    for text in ("scripted prompt", "scripted stand-in", "scripted answer", "instructions"):
+        assert text not in flat
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mutated_rollouts_equal_ccusage(seed: int, tmp_path: Path) -> None:
+    """Small homes whose lines have one field broken (wrong type, out of range, missing):
+    whatever ccusage makes of them, the reader makes the same; where ccusage gives up on a
+    timestamp, the reader has counted a reject."""
+    rng = random.Random(seed)
+    for trial in range(25):
+        home = tmp_path / f"home-{trial}"
+        codex_corpus.fuzz_home(home, rng)
+        done = ccusage_run(str(home), tmp_path / "scratch", "UTC")
+        if done.returncode != 0:
+            assert "Invalid Codex timestamp" in done.stderr
+            assert "bad_timestamp" in codex.read_files(home_files(str(home))).rejects
+            continue
+        theirs = report_days(done.stdout)
+        assert differences(our_daily(str(home), "UTC"), theirs) == [], f"trial {trial}"
+
+
+def test_headless_output_timed_by_mtime_keeps_its_keys(tmp_path: Path) -> None:
+    """Saved `codex exec --json` output has no timestamps: ccusage times it by the file's
+    mtime, which every append moves, so those records are keyed by place and content."""
+    saved = FIXTURES / "sessions" / "saved-exec-json" / "exec-output.jsonl"
+    target = tmp_path / "sessions" / "exec.jsonl"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(saved.read_bytes())
+    os.utime(target, (1_780_000_000, 1_780_000_000))
+    before = _keys([target])
+    assert len(before) == 1
+    usage = {"input_tokens": 10, "output_tokens": 2}
+    with target.open("a") as handle:
+        handle.write(codex_corpus.compact({"type": "turn.completed", "usage": usage}) + "\n")
+    os.utime(target, (1_780_090_000, 1_780_090_000))  # the next day
+    after = _keys([target])
+    assert before.keys() < after.keys()
+    assert (
+        differences(
+            our_daily(str(tmp_path), "UTC"), ccusage_daily(str(tmp_path), tmp_path / "s", "UTC")
+        )
+        == []
+    )
+
+
+LEDGER_WRITER = """
+import dataclasses, json, sys, time
+from pathlib import Path
+from agentwatch.sentinels.agent_ledger import codex
+from tests.agents.codex_tools import home_files
+ledger = Path(sys.argv[2])
+stored = set()
+if ledger.exists():
+    for line in ledger.read_text().splitlines():
+        try:
+            stored.add(json.loads(line)["key"])
+        except ValueError:
+            pass  # the half line a kill left
+with ledger.open("a") as out:
+    if ledger.stat().st_size and not ledger.read_bytes().endswith(b"\\n"):
+        out.write("\\n")  # end the half line, so the next record starts on its own
+    for entry in codex.read_files(home_files(sys.argv[1])).entries:
+        if entry.key not in stored:
+            out.write(json.dumps(dataclasses.asdict(entry)) + "\\n")
+            out.flush()
+            time.sleep(float(sys.argv[3]))
+"""
+
+
+def test_ledger_sigkilled_mid_backfill_never_counts_twice(
+    corpora: dict[int, codex_corpus.Corpus], tmp_path: Path
+) -> None:
+    """A real process storing records by key is SIGKILLed mid-backfill, restarted, and its
+    ledger's totals are still exactly ccusage's."""
+    home, ledger = str(corpora[1].home), tmp_path / "ledger.jsonl"
+    command = [sys.executable, "-c", LEDGER_WRITER, home, str(ledger)]
+    first = subprocess.Popen([*command, "0.002"], cwd=ROOT)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and (not ledger.exists() or ledger.stat().st_size < 3000):
+        time.sleep(0.01)
+    first.send_signal(signal.SIGKILL)
+    first.wait(10)
+    written = ledger.read_text().count("\n")
+    subprocess.run([*command, "0"], cwd=ROOT, check=True, timeout=60)
+    rows = []
+    for line in ledger.read_text().splitlines():
+        with contextlib.suppress(ValueError):
+            rows.append(codex.CodexUsage(**json.loads(line)))
+    assert 0 < written < len(rows)  # killed part-way, then completed
+    assert len({row.key for row in rows}) == len(rows)
+    totals = daily_totals(rows, "UTC", codex.price)
+    assert differences(totals, ccusage_daily(home, tmp_path, "UTC")) == []
