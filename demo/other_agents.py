@@ -96,6 +96,8 @@ class GeminiSession:
         self.id = str(uuid.uuid4())
         folder = root / "gemini" / "tmp" / PROJECT / "chats"
         folder.mkdir(parents=True, exist_ok=True)
+        # the project's folder, which Gemini CLI keeps beside its chats
+        (folder.parent / ".project_root").write_text(f"/home/demo/{PROJECT}\n")
         stamp = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H-%M")
         self.path = folder / f"session-{stamp}-{self.id[:8]}.jsonl"
         header = {"sessionId": self.id, "projectHash": uuid.uuid4().hex * 2,

@@ -373,6 +373,22 @@ def test_every_dashboard_query_returns_data(stack: dict[str, Any]) -> None:
     assert empty == []
 
 
+def test_the_spend_by_agent_panel_shows_all_four_agents(stack: dict[str, Any]) -> None:
+    """Claude Code from the token ledger; Codex CLI, Gemini CLI and OpenCode from the agent
+    ledger reading the demo's sessions of them: each with tokens and cost in the panel."""
+    panel = [q for q in dashboard_queries() if q.panel == "Spend by agent"]
+    assert len(panel) == 2  # tokens, cost
+    for query in panel:
+        reply = requests.get(
+            f"{stack['prometheus']}/api/v1/query", params={"query": query.expr}, timeout=10
+        )
+        shown = {
+            row["metric"]["agent"]: float(row["value"][1]) for row in reply.json()["data"]["result"]
+        }
+        assert set(shown) == {"claude-code", "codex", "gemini", "opencode"}, query.expr
+        assert all(value > 0 for value in shown.values()), shown
+
+
 def test_exporter_output_is_clean_for_promtool(stack: dict[str, Any]) -> None:
     text = requests.get(f"{stack['exporter']}/metrics", timeout=10).text
     checked = subprocess.run(

@@ -193,7 +193,7 @@ class Ledger:
             known = self.files[agent]
             changed = {p: s for p, s in stamps.items() if p not in known or known[p].stamp != s}
             gone = [p for p in known if p not in stamps]
-            batches = self._batches(agent, plug, changed)
+            batches = self._batches(agent, plug, changed, stamps)
             if gone:
                 if not batches:
                     batches = [Batch(agent, {})]
@@ -201,11 +201,13 @@ class Ledger:
             self.queue.extend(batches)
 
     @staticmethod
-    def _batches(agent: str, plug: Plug, changed: dict[str, Stamp]) -> list[Batch]:
+    def _batches(
+        agent: str, plug: Plug, changed: dict[str, Stamp], stamps: dict[str, Stamp]
+    ) -> list[Batch]:
         if not changed:
             return []
-        if plug.across_files:  # its dedup needs every changed file in one call
-            return [Batch(agent, changed)]
+        if plug.across_files:  # its rules look across files (forks, dedup): all, in one call
+            return [Batch(agent, dict(stamps))]
         items = sorted(changed.items())
         return [
             Batch(agent, dict(items[start : start + BATCH_FILES]))

@@ -40,7 +40,7 @@ class Plug:
     """One reader: its module (a bare name is a module of this package) and how to feed it."""
 
     module: str
-    across_files: bool = False  # its read_files dedups across files: all changed at once
+    across_files: bool = False  # its rules look across files: when one changed, all together
     companions: tuple[str, ...] = ()  # suffixes of sibling files that are part of a file
     name: str = ""  # the agent label when it is not the module's name (the reader's AGENT)
 
@@ -58,12 +58,11 @@ class Plug:
         return cast(Reader, module)
 
 
-# Adding an agent is one line here, e.g. for the readers being written now:
-#   Plug("codex", across_files=True),  # forks replay history: dedup across rollouts
-#   Plug("opencode", across_files=True, companions=("-wal",)),  # one database + messages
+# Adding an agent is one line here.
 READERS: tuple[Plug, ...] = (
     Plug("gemini"),  # nothing is deduplicated across files (gemini.py)
     Plug("opencode", across_files=True, companions=("-wal",)),  # a database and its WAL
+    Plug("codex", across_files=True),  # forks replay their parent's rollout; dedup across
 )
 
 
