@@ -455,7 +455,8 @@ def test_planted_secrets_never_reach_metrics_logs_state_or_spool(
 
     # The inputs really held the secrets and the sentinels really read them:
     scraped = outputs["/metrics"]
-    assert 'agentwatch_tokens_total{model="claude-sonnet-4-5-20250929",project="proj"' in scraped
+    tokens = 'agentwatch_tokens_total{agent="claude-code",model="claude-sonnet-4-5-20250929"'
+    assert tokens + ',project="proj"' in scraped
     assert 'agentwatch_api_errors_total{kind="' in scraped
     assert 'agentwatch_pane_state{agent="claude",pane="%0",state="api_error"' in scraped
     assert 'tmux_session="work"' in scraped, "idle-error/resources did not see the pane"
