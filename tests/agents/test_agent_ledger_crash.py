@@ -204,3 +204,45 @@ def test_a_file_unreadable_for_a_while_is_read_when_it_can_be(tmp_path: Path, ra
     counted = {labels[3]: v for (name, labels), v in ledger.counters.items() if name == TOKENS}
     assert counted == {"input": 5, "output": 1}
     assert not any(name == REJECTED for name, _labels in ledger.counters)
+
+
+def _codex_home(base: Path) -> dict[str, str]:
+    from tests.agents import codex_corpus
+
+    home = base / "codex-home"
+    for seed in range(8):  # several homes' worth of rollouts in one, for a longer read
+        codex_corpus.generate(home / f"h{seed}", seed, sessions=30)
+    return {"CODEX_HOME": ",".join(str(path) for path in sorted(home.iterdir()))}
+
+
+def _opencode_dirs(base: Path) -> dict[str, str]:
+    from agentwatch.demo import opencode_corpus
+
+    found = opencode_corpus.random_corpus(base / "opencode", seed=3, messages=4000)
+    return {"OPENCODE_DATA_DIR": found.env["OPENCODE_DATA_DIR"]}
+
+
+@pytest.mark.parametrize("make", [_codex_home, _opencode_dirs], ids=["codex", "opencode"])
+def test_sigkill_at_any_moment_of_a_read_across_files_counts_once(tmp_path: Path, make) -> None:
+    """Codex's and OpenCode's files are read and committed together (their rules look across
+    files), so a kill leaves all or nothing of a read: killed at random moments of the
+    backfill, restarted, the ledger ends where one clean run ends."""
+    env = make(tmp_path / "corpus")
+    clean = Setup(tmp_path / "clean").once(None, env=env)
+    assert any(name == "agentwatch_tokens_total" for name, _ in clean)
+    crashed = Setup(tmp_path / "crashed")
+    crashed.config()
+    rng = random.Random(23)
+    for _ in range(KILLS):
+        process = subprocess.Popen(
+            [*crashed.command(), "--spool-dir", str(crashed.spool),
+             "--state-dir", str(crashed.state)],
+            env=crashed.env(None, env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        time.sleep(rng.uniform(0.3, 1.5))  # somewhere in start-up, reading or committing
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+        state = committed(crashed.state / DATABASE_FILE)
+        assert state is None or state[1] == state[2], "rows and counters disagree"
+    again = crashed.once(None, env=env)
+    assert comparable(again) == pytest.approx(comparable(clean), rel=1e-12)
