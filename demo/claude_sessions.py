@@ -126,6 +126,10 @@ class RealSessions:
         self.api.start()
         self.claude_dir.mkdir(parents=True, exist_ok=True)
         self.work.mkdir(parents=True, exist_ok=True)
+        # Every role's folder trusted before any Claude Code starts: a running one rewrites
+        # .claude.json from what it read, so a folder added later can be lost, and that
+        # session then waits on the trust dialog instead of its prompt.
+        self._trust([self.work / role.project for role in REAL_ROSTER])
 
     def stop(self) -> None:
         self.api.stop()
@@ -137,7 +141,8 @@ class RealSessions:
         self._script(session)
         cwd = self.work / role.project
         cwd.mkdir(parents=True, exist_ok=True)
-        self._trust(cwd)
+        if role not in REAL_ROSTER:  # not trusted by start()
+            self._trust([cwd])
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.work),
@@ -162,8 +167,8 @@ class RealSessions:
         ).sessions[0]  # fmt: skip
         self.api.sessions.add(scripted)
 
-    def _trust(self, cwd: Path) -> None:
-        """Onboarding done, the key approved, the folder trusted: straight to the prompt."""
+    def _trust(self, folders: list[Path]) -> None:
+        """Onboarding done, the key approved, the folders trusted: straight to the prompt."""
         path = self.claude_dir / ".claude.json"
         try:
             state = json.loads(path.read_text(encoding="utf-8"))
@@ -172,7 +177,11 @@ class RealSessions:
         state["hasCompletedOnboarding"] = True
         state["customApiKeyResponses"] = {"approved": [API_KEY[-20:]], "rejected": []}
         projects = state.setdefault("projects", {})
-        projects[str(cwd)] = {"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True}
+        for cwd in folders:
+            projects[str(cwd)] = {
+                "hasTrustDialogAccepted": True,
+                "hasCompletedProjectOnboarding": True,
+            }
         path.write_text(json.dumps(state), encoding="utf-8")
 
     def drive(self, capture: Any, send: Any) -> None:
