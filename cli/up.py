@@ -24,7 +24,6 @@ from agentwatch.controller import report
 from agentwatch.core import claude, config, paths, run_budget
 from agentwatch.core.files import write_atomic
 from agentwatch.core.process import die_with_parent
-from agentwatch.demo import other_agents
 from agentwatch.sentinels import registry
 
 if TYPE_CHECKING:  # every command builds the parser: these load when `up` runs
@@ -248,6 +247,8 @@ def plan(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> list[C
         env.pop("CLAUDE_CONFIG_DIR", None)
         (layout.claude_dir / "projects").mkdir(parents=True, exist_ok=True)
         # ...and the other agents' sessions from the demo's folder, not the caller's home
+        from agentwatch.demo import other_agents  # demo only: not on every command's path
+
         env.update(other_agents.env_for(layout.other_agents_dir))
     listen = args.listen or cfg["exporter"]["listen"]
     children = [
