@@ -14,7 +14,7 @@ for folder in FOLDERS:
     found = find_namespace_packages(folder) if folder in DATA_FOLDERS else find_packages(folder)
     packages += [f"agentwatch.{folder}.{name}" for name in found if "__pycache__" not in name]
 
-# The token ledger's per-line fast path in C (records.parse falls back to Python without it;
+# The token ledger's per-line fast path in C (the Python references run without it;
 # tests/test_fastline.py fails when it is missing, so CI always has it).
 FASTLINE = Extension(
     "agentwatch.sentinels.token_ledger._fastline",

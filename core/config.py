@@ -160,7 +160,7 @@ def path_list(value: Any) -> list[Path] | None:
 
 
 def listen_address(value: Any) -> str:
-    from agentwatch.core.http import parse_listen
+    from agentwatch.core.listen import parse_listen
 
     text = string(value)
     parse_listen(text)
@@ -584,7 +584,7 @@ def _listens(values: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
 
 def contradictions(values: Mapping[str, Any]) -> list[str]:
     """Settings that are each valid but cannot hold together, naming both keys."""
-    from agentwatch.core.http import parse_listen
+    from agentwatch.core.listen import parse_listen
 
     problems = []
     controller = values["controller"]

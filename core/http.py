@@ -24,6 +24,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from socketserver import TCPServer
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from agentwatch.core.listen import parse_listen
+
 if TYPE_CHECKING:
     from agentwatch.core.webconfig import Authenticator
 
@@ -37,24 +39,6 @@ MAX_CONNECTIONS = 512  # open at once (reading a head, queued or answered); belo
 BACKLOG = 1024  # the kernel's queue of connections not accepted yet (capped by somaxconn)
 EPISODE_GAP = 60.0  # a fault class is logged again only after this long without one
 REALM = "agentwatch"
-
-
-def parse_listen(text: str, any_port: bool = False) -> tuple[str, int]:
-    """(host, port) of `HOST:PORT`; IPv6 hosts in brackets (`[::1]:9847`). ValueError
-    explains the expected form. Port 0 (the kernel picks one) only with `any_port`."""
-    host, sep, port = text.strip().rpartition(":")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-        bracketed = True
-    else:
-        bracketed = False
-    lowest = 0 if any_port else 1
-    valid = bool(sep and host and port.isdigit() and lowest <= int(port) < 65536)
-    if valid and ":" in host and not bracketed:  # "::1:9847" is ambiguous
-        valid = False
-    if not valid:
-        raise ValueError(f"{text!r} is not HOST:PORT, e.g. 127.0.0.1:9847 or [::1]:9847")
-    return host, int(port)
 
 
 class ConnectionStats:

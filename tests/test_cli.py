@@ -27,6 +27,48 @@ def test_help_everywhere(args: list[str]) -> None:
     assert result.returncode == 0 and "usage: agentwatch" in result.stdout
 
 
+def test_the_top_level_help_lists_every_command() -> None:
+    from agentwatch.cli.main import COMMANDS
+
+    result = run_cli("--help")
+    assert result.returncode == 0
+    listed = result.stdout.split("COMMAND", 2)[-1]
+    assert all(name in listed for name in COMMANDS)
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["sentinel", "token-ledger", "--once"], "sentinel"),
+        (["--config", "up", "status"], "status"),  # a config file named "up"
+        (["--log-level", "debug", "prices"], "prices"),
+        (["--config=x.yml", "run-budget", "show"], "run-budget"),
+        (["--help"], None),
+        (["nonsense", "up"], None),
+        ([], None),
+    ],
+)
+def test_the_command_is_found_past_the_top_level_options(
+    argv: list[str], command: str | None
+) -> None:
+    from agentwatch.cli.main import command_in
+
+    assert command_in(argv) == command
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    """A sentinel's start does not pay for the other commands' imports."""
+    probe = (
+        "import sys; from agentwatch.cli.main import build_parser; "
+        "build_parser('sentinel').parse_args(['sentinel', 'token-ledger', '--once']); "
+        "print(sorted(m for m in sys.modules if m.startswith('agentwatch.cli.')))"
+    )
+    out = subprocess.run([CLI[0], "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert "agentwatch.cli.sentinel" in out
+    for other in ("up", "status", "install", "prices", "ack"):
+        assert f"agentwatch.cli.{other}'" not in out
+
+
 def test_version() -> None:
     result = run_cli("--version")
     assert result.returncode == 0 and result.stdout.startswith("agentwatch ")

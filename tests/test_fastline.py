@@ -1,6 +1,7 @@
 """The C fast path agrees with the rules in Python: `_fastline.scan` answers only for lines
 `records.parse_by_rules` accepts, with exactly its fields, and declines everything else;
-`_fastline.collect` finds the same candidate lines as `tailer.collect_in_python`.
+`collect` and `find` find what `tailer`'s Python finds, `settle` and `totals` give what
+`reader`'s Python references give, and the C message filter sets the same bits.
 
 Run over every edge corpus of the conformance suite (each line ccusage was checked on), a
 generated history, and lines mutated at random by hypothesis."""
@@ -8,6 +9,7 @@ generated history, and lines mutated at random by hypothesis."""
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
@@ -16,15 +18,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentwatch.demo import corpus as demo_corpus
-from agentwatch.sentinels.token_ledger import records, tailer
-from agentwatch.sentinels.token_ledger._fastline import collect, scan
+from agentwatch.sentinels.token_ledger import reader, records, store, tailer
+from agentwatch.sentinels.token_ledger._fastline import collect, find, scan, settle, totals
+from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from tests.conformance import corpus as edge
 from tests.transcripts import assistant, encode
 
-FIELDS = (
-    "msg_id", "req_id", "model", "timestamp", "sidechain", "cost_usd", "cwd", "input", "output",
-    "cache_read", "cache_5m", "cache_1h", "has_speed", "fast",
-)  # fmt: skip
+FIELDS = records.FIELDS
 
 
 def _disagreement(line: bytes) -> str | None:
@@ -65,7 +65,8 @@ def edge_lines(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
 def test_the_fast_path_is_built() -> None:
     """Without it the ledger is correct but slow; CI must never run without it."""
     assert records._scan is scan
-    assert tailer.collect is collect
+    assert tailer.collect is collect and tailer.find is find
+    assert reader.settle is settle and reader.fast_totals is totals
 
 
 def test_every_edge_corpus_line_agrees(edge_lines: list[bytes]) -> None:
@@ -195,3 +196,91 @@ def test_collect_finds_what_the_python_reference_finds() -> None:
         assert fast == slow, block
     with pytest.raises(ValueError):
         collect(b"abc\n", 0, 9, 0, [])
+
+
+def test_find_finds_what_bytes_find_finds() -> None:
+    rng = random.Random(5)
+    words = [b"x" * 17, b'"usage":{', b'"usage":', b"{", b'"', b"\xf0\x9f\x98\x80", b"\n"]
+    for _ in range(400):
+        block = b"".join(rng.choice(words) for _ in range(rng.randint(0, 40)))
+        begin = rng.randint(0, len(block))
+        stop = rng.randint(begin, len(block))
+        assert find(block, begin, stop) == tailer.find_in_python(block, begin, stop), block
+    with pytest.raises(ValueError):
+        find(b"abc", 2, 1)
+
+
+def test_a_long_line_is_skimmed_for_the_marker_across_reads(tmp_path: Path) -> None:
+    """The marker split by a read's end (tailer.CHUNK) in a line longer than LONG_LINE."""
+    for cut in range(len(tailer.MARKER) + 1):
+        pad = tailer.LONG_LINE + tailer.CHUNK - cut
+        line = b'{"x":"' + b"a" * pad + tailer.MARKER + b'"y":1}}'
+        path = tmp_path / f"long-{cut}.jsonl"
+        path.write_bytes(line + b"\n" + b'{"short":1}\n')
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            result = tailer.read_lines(fd, 0, 1 << 40)
+        finally:
+            os.close(fd)
+        assert result.lines == 2
+        assert [offset for offset, _ in result.candidates] == [0], cut
+
+
+def test_the_c_message_filter_sets_and_finds_the_python_bits() -> None:
+    rng = random.Random(11)
+    msgs = [rng.getrandbits(64) - (1 << 63) for _ in range(5000)] + [0, -1, (1 << 63) - 1]
+    fast, slow = store.new_filter(), store.MessageFilter()
+    assert isinstance(fast, store.FastMessageFilter)
+    fast.add_all(msgs[:2500])
+    slow.add_all(msgs[:2500])
+    assert fast._bits == slow._bits
+    assert fast.held(msgs) == slow.held(msgs)
+    assert set(msgs[:2500]) <= set(fast.held(msgs))  # never a false negative
+
+
+def _chunk_entries(root: Path) -> list[reader.Chunk]:
+    chunk_reader = reader.ChunkReader(PriceBook.load())
+    return [chunk_reader.read(str(path), "slug", None, 1 << 30) for path in root.rglob("*.jsonl")]
+
+
+def test_totals_in_c_equal_the_python_reference(tmp_path: Path) -> None:
+    demo_corpus.generate(tmp_path, 2 << 20, files=12, seed=3)
+    chunks = [chunk for chunk in _chunk_entries(tmp_path) if chunk.entries]
+    assert len(chunks) > 5
+    unpriced_tokens = 0
+    for chunk in chunks:  # and each again with every other entry unpriced
+        unpriced = [(*e[:13], i % 2 == 1, *e[14:]) for i, e in enumerate(chunk.entries)]
+        fast = totals(unpriced, len(chunk.groups))
+        assert fast == reader.totals_in_python(unpriced, len(chunk.groups))
+        unpriced_tokens += sum(row[5] for row in fast[0])
+        fast = totals(chunk.entries, len(chunk.groups))
+        slow = reader.totals_in_python(chunk.entries, len(chunk.groups))
+        assert fast == slow
+        assert [[type(v) for v in row] for part in fast for row in part] == [
+            [type(v) for v in row] for part in slow for row in part
+        ]
+    assert unpriced_tokens > 0
+    # sums past 64 bits are left to the Python, which keeps them exact
+    big = (*chunks[0].entries[0][:6], 2**62, 0, 0, 0, *chunks[0].entries[0][10:])
+    assert totals([big, big], 1) is None
+    assert reader.totals([big, big], 1)[0][0][0] == 2**63
+
+
+def test_settle_in_c_equals_the_python_reference(tmp_path: Path, edge_lines: list[bytes]) -> None:
+    """Every edge-corpus line, and a generated history, settled in chunks both ways: the
+    same survivors in the same order, the same rejects and copies."""
+    demo_corpus.generate(tmp_path, 2 << 20, files=8, seed=9)
+    pricer = reader.ChunkReader(PriceBook.load())
+    rng = random.Random(2)
+    lines = edge_lines + _lines(tmp_path)
+    rng.shuffle(lines)
+    for start in range(0, len(lines), 97):
+        candidates = [(start + i, line) for i, line in enumerate(lines[start : start + 97])]
+        candidates += candidates[: rng.randint(0, 5)]  # copies of lines already seen
+        got: tuple = ({}, {})
+        want: tuple = ({}, {})
+        rules = lambda line: reader.by_rules(line, "f")  # noqa: E731
+        fast = settle(candidates, rules, pricer._better, *got)
+        slow = reader.settle_in_python(candidates, rules, pricer._better, *want)
+        assert fast == slow
+        assert got == want

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -268,12 +269,55 @@ def test_parallel_backfill_equals_serial(tmp_path: Path, root: Path, monkeypatch
     serial.catch_up(workers=1)
     monkeypatch.setattr(ledger_module, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(ledger_module, "STEP_BYTES", 4096)  # many jobs, files split in slices
+    monkeypatch.setattr(ledger_module, "COMMIT_ENTRIES", 100)  # batches written in a thread
     parallel = Ledger(Store(tmp_path / "parallel.sqlite"), PRICES, [root / "projects"])
     parallel.catch_up(workers=2)
+    assert parallel.commits > 3
     assert totals(parallel) == totals(serial)
     assert totals(serial)["output"] == 3 * sum(9 + index for index in range(50))
     serial.store.close()
     parallel.store.close()
+
+
+def test_a_batch_failing_in_the_commit_thread_loses_nothing_and_adds_nothing(
+    tmp_path: Path, root: Path, monkeypatch
+) -> None:
+    """A batch written in the background fails (a full disk): it and the batch decided
+    after it are dropped whole, the error reaches the caller, and reading again counts
+    exactly what one clean pass counts."""
+    from agentwatch.sentinels.token_ledger import ledger as ledger_module
+
+    for number in range(8):
+        records = [assistant(f"m{number}_{i}", output_tokens=i + 1) for i in range(60)]
+        transcript(root, slug=f"-p{number % 2}", session=f"s{number}").write_bytes(encode(*records))
+    clean = Ledger(Store(tmp_path / "clean.sqlite"), PRICES, [root / "projects"])
+    clean.catch_up()
+    monkeypatch.setattr(ledger_module, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(ledger_module, "STEP_BYTES", 2048)
+    monkeypatch.setattr(ledger_module, "COMMIT_ENTRIES", 50)
+    ledger = Ledger(Store(tmp_path / "failing.sqlite"), PRICES, [root / "projects"])
+    real_add = ledger.store.add_counters
+    failed_in: list[str] = []
+
+    def add_counters(deltas: dict) -> None:
+        if ledger.commits == 2 and not failed_in:
+            failed_in.append(threading.current_thread().name)
+            raise sqlite3.OperationalError("database or disk is full")
+        real_add(deltas)
+
+    monkeypatch.setattr(ledger.store, "add_counters", add_counters)
+    with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+        ledger.catch_up(workers=2)
+    assert failed_in == ["ledger-commit"]
+    assert ledger._committing is None and not ledger.store.db.in_transaction
+    ledger.catch_up(workers=2)
+    assert totals(ledger) == totals(clean)
+    assert totals(ledger)["output"] == 8 * sum(range(1, 61))
+    ledger.store.close()
+    reopened = Ledger(Store(tmp_path / "failing.sqlite"), PRICES, [root / "projects"])
+    assert totals(reopened) == totals(clean)  # what was committed, and nothing twice
+    reopened.store.close()
+    clean.store.close()
 
 
 def test_workers_forked_before_the_scan_read_the_backfill(

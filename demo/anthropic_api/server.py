@@ -14,7 +14,7 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from agentwatch.core.http import parse_listen
+from agentwatch.core.listen import parse_listen
 from agentwatch.demo.anthropic_api import messages
 from agentwatch.demo.anthropic_api.script import Script, SessionScript, Step, Usage
 from agentwatch.demo.anthropic_api.served import ServedLog

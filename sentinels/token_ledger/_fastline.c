@@ -14,6 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define MAX_DEPTH 64        /* deeper lines go the slow way (the rules refuse 128) */
 #define MAX_KEYS 1024       /* keys remembered at once, for the repeated-key check */
@@ -62,6 +65,23 @@ static int scan_string(scanner *sc, span *raw, int *escaped) {
     *escaped = 0;
     const unsigned char *start = s;
     while (s < end) {
+#if defined(__SSE2__)
+        /* sixteen at a time, straight to the first byte that is not plain ASCII (a quote, a
+         * backslash, a control or >= 0x80): a signed compare finds both of the last two */
+        while (end - s >= 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)s);
+            __m128i special = _mm_or_si128(
+                _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                             _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+                _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+            unsigned mask = (unsigned)_mm_movemask_epi8(special);
+            if (mask) {
+                s += __builtin_ctz(mask);
+                break;
+            }
+            s += 16;
+        }
+#endif
         /* eight plain ASCII bytes at a time: none a quote, a backslash, a control or >= 0x80 */
         while (end - s >= 8) {
             uint64_t v;
@@ -506,9 +526,10 @@ static scanner *scratch = NULL; /* one per process; the GIL is held throughout *
 
 PyDoc_STRVAR(scan_doc,
 "scan(line: bytes) -> tuple | None\n\n"
-"The fields of an ordinary response line: (msg_id, req_id, model, timestamp, sidechain,\n"
-"cost_usd, cwd, input, output, cache_read, cache_5m, cache_1h, has_speed, fast), or None\n"
-"when records.parse must decide (anything unusual, and every line it would reject).");
+"The fields of an ordinary response line (records.FIELDS: msg_id, req_id, model, timestamp,\n"
+"sidechain, cost_usd, cwd, input, output, cache_read, cache_5m, cache_1h, has_speed, fast,\n"
+"total, api_error, error_text), or None when records.parse must decide (anything unusual,\n"
+"and every line it would reject).");
 
 static PyObject *scan(PyObject *self, PyObject *arg) {
     (void)self;
@@ -565,11 +586,14 @@ static PyObject *scan(PyObject *self, PyObject *arg) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }
+    /* each count has at most 18 digits: their sum fits */
+    unsigned long long total = (unsigned long long)(sc->input + sc->output + sc->cache_read + c5 + c1);
     return Py_BuildValue(
-        "(NNNdONNKKKKKOO)", msg_id, req_id, model, ts, sc->sidechain ? Py_True : Py_False, cost, cwd,
-        (unsigned long long)sc->input, (unsigned long long)sc->output,
+        "(NNNdONNKKKKKOOKOO)", msg_id, req_id, model, ts, sc->sidechain ? Py_True : Py_False, cost,
+        cwd, (unsigned long long)sc->input, (unsigned long long)sc->output,
         (unsigned long long)sc->cache_read, (unsigned long long)c5, (unsigned long long)c1,
-        sc->speed ? Py_True : Py_False, sc->speed == 2 ? Py_True : Py_False);
+        sc->speed ? Py_True : Py_False, sc->speed == 2 ? Py_True : Py_False, total, Py_False,
+        Py_None);
 }
 
 /* ---- finding the candidate lines of a block (tailer._collect and _count_lines in one) */
@@ -578,7 +602,6 @@ static const char MARKER[] = "\"usage\":{"; /* tailer.MARKER */
 #define MARKER_LEN 9
 
 #if defined(__SSE2__)
-#include <emmintrin.h>
 /* The marker's first and last bytes compared sixteen positions at a time; the rest only
  * where both match (the usual SIMD substring search). */
 static const char *find_marker(const char *s, size_t n) {
@@ -647,9 +670,395 @@ static PyObject *collect(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(lines);
 }
 
+/* ---- the Bloom filter of stored message hashes (store.MessageFilter, the same in Python) */
+
+/* The filter's bits, and its mask (its size in bits, a power of two, minus one). */
+static unsigned char *bloom_bits(PyObject *bits, uint64_t *mask) {
+    Py_ssize_t size = PyByteArray_GET_SIZE(bits);
+    if (size <= 0 || (size & (size - 1)) != 0) {
+        PyErr_SetString(PyExc_ValueError, "the filter's size must be a power of two");
+        return NULL;
+    }
+    *mask = (uint64_t)size * 8 - 1;
+    return (unsigned char *)PyByteArray_AS_STRING(bits);
+}
+
+/* Sets (set) or tests the two probes of one hash: the low bits and the bits above 24. */
+static int bloom_probe(unsigned char *bits, uint64_t mask, PyObject *item, int set) {
+    long long value = PyLong_AsLongLong(item);
+    if (value == -1 && PyErr_Occurred()) return -1;
+    uint64_t probes[2] = {(uint64_t)value & mask, ((uint64_t)value >> 24) & mask};
+    int held = 1;
+    for (int i = 0; i < 2; i++) {
+        unsigned char bit = (unsigned char)(1u << (probes[i] & 7));
+        if (set) bits[probes[i] >> 3] |= bit;
+        else if (!(bits[probes[i] >> 3] & bit)) held = 0;
+    }
+    return held;
+}
+
+/* bloom_add and bloom_held: the hashes of an iterable, set or tested. */
+static PyObject *bloom_each(PyObject *args, int set) {
+    PyObject *bits, *msgs;
+    if (!PyArg_ParseTuple(args, "O!O", &PyByteArray_Type, &bits, &msgs)) return NULL;
+    uint64_t mask;
+    unsigned char *data = bloom_bits(bits, &mask);
+    if (data == NULL) return NULL;
+    PyObject *iterator = PyObject_GetIter(msgs);
+    if (iterator == NULL) return NULL;
+    PyObject *held = set ? NULL : PyList_New(0);
+    if (!set && held == NULL) {
+        Py_DECREF(iterator);
+        return NULL;
+    }
+    PyObject *item;
+    while ((item = PyIter_Next(iterator)) != NULL) {
+        int found = bloom_probe(data, mask, item, set);
+        if (found < 0 || (found && held != NULL && PyList_Append(held, item) < 0)) {
+            Py_DECREF(item);
+            Py_DECREF(iterator);
+            Py_XDECREF(held);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    Py_DECREF(iterator);
+    if (PyErr_Occurred()) {
+        Py_XDECREF(held);
+        return NULL;
+    }
+    if (set) Py_RETURN_NONE;
+    return held;
+}
+
+PyDoc_STRVAR(bloom_add_doc,
+"bloom_add(bits: bytearray, msgs: Iterable[int]) -> None\n\n"
+"Sets the two probes of each signed 64-bit hash (store.MessageFilter.add_all).");
+
+static PyObject *bloom_add(PyObject *self, PyObject *args) {
+    (void)self;
+    return bloom_each(args, 1);
+}
+
+PyDoc_STRVAR(bloom_held_doc,
+"bloom_held(bits: bytearray, msgs: Iterable[int]) -> list[int]\n\n"
+"The hashes whose probes are all set, in order (store.MessageFilter.held).");
+
+static PyObject *bloom_held(PyObject *self, PyObject *args) {
+    (void)self;
+    return bloom_each(args, 0);
+}
+
+PyDoc_STRVAR(find_doc,
+"find(block: bytes, begin: int, stop: int) -> int\n\n"
+"Where the marker starts in block[begin:stop], or -1 (block.find(MARKER, begin, stop)).");
+
+static PyObject *find(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *block;
+    Py_ssize_t begin, stop;
+    if (!PyArg_ParseTuple(args, "Snn", &block, &begin, &stop)) return NULL;
+    Py_ssize_t size = PyBytes_GET_SIZE(block);
+    if (begin < 0 || stop > size || begin > stop) {
+        PyErr_SetString(PyExc_ValueError, "find(): begin and stop must lie in the block");
+        return NULL;
+    }
+    const char *data = PyBytes_AS_STRING(block);
+    const char *hit = find_marker(data + begin, (size_t)(stop - begin));
+    return PyLong_FromSsize_t(hit == NULL ? -1 : hit - data);
+}
+
+/* ---- a chunk's totals as first copies (reader.totals, the same in Python) */
+
+/* Field `at` of an entry as a 64-bit integer; -1 with an error set when it is not one. */
+static int entry_int(PyObject *entry, Py_ssize_t at, long long *out) {
+    *out = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, at));
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* list[at] += value, for a float item (as Python adds a float and an int) */
+static int add_float(PyObject *list, Py_ssize_t at, double value) {
+    PyObject *sum = PyFloat_FromDouble(PyFloat_AS_DOUBLE(PyList_GET_ITEM(list, at)) + value);
+    if (sum == NULL) return -1;
+    PyList_SetItem(list, at, sum);
+    return 0;
+}
+
+PyDoc_STRVAR(totals_doc,
+"totals(entries: list[UsageEntry], groups: int) -> tuple[list[list], list[list]] | None\n\n"
+"reader.totals in C: what a chunk's entries count as first copies, per group and per\n"
+"(minute, group); None when a sum would pass 64 bits or a field is odd (the Python then).");
+
+static PyObject *totals(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *entries;
+    Py_ssize_t groups;
+    if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &entries, &groups)) return NULL;
+    if (groups < 0) Py_RETURN_NONE;
+    /* per group: input, output, cache_read, cache_creation, unpriced, responses (int64) and
+     * cost (a double, added in the entries' order as the Python adds it) */
+    long long *ints = PyMem_Calloc((size_t)groups * 6 + 1, sizeof(long long));
+    double *costs = PyMem_Calloc((size_t)groups + 1, sizeof(double));
+    PyObject *index = PyDict_New(), *buckets = PyList_New(0), *result = NULL;
+    if (ints == NULL || costs == NULL || index == NULL || buckets == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(entries);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *entry = PyList_GET_ITEM(entries, i);
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) < 14) goto odd;
+        long long tok[4], group;
+        for (int k = 0; k < 4; k++)
+            if (entry_int(entry, 6 + k, &tok[k]) < 0 || tok[k] < 0) goto odd;
+        if (entry_int(entry, 11, &group) < 0 || group < 0 || group >= groups) goto odd;
+        PyObject *cost_obj = PyTuple_GET_ITEM(entry, 10), *ts_obj = PyTuple_GET_ITEM(entry, 12);
+        if (!PyFloat_CheckExact(cost_obj) || !PyFloat_CheckExact(ts_obj)) goto odd;
+        double cost = PyFloat_AS_DOUBLE(cost_obj), ts = PyFloat_AS_DOUBLE(ts_obj);
+        int priced = PyObject_IsTrue(PyTuple_GET_ITEM(entry, 13));
+        if (priced < 0 || !(ts > -1e15 && ts < 1e15)) goto odd;
+        long long *sum = ints + group * 6, all = 0;
+        for (int k = 0; k < 4; k++) {
+            if (__builtin_add_overflow(sum[k], tok[k], &sum[k])) goto odd;
+            if (__builtin_add_overflow(all, tok[k], &all)) goto odd;
+        }
+        if (!priced && __builtin_add_overflow(sum[4], all, &sum[4])) goto odd;
+        sum[5] += 1;
+        costs[group] += cost;
+        /* blocks.ms_of and minute_of: rounded milliseconds, minute m = ((m-1)*60, m*60] s */
+        long long ms = ts >= 0 ? (long long)(ts * 1000 + 0.5) : -(long long)(-ts * 1000 + 0.5);
+        long long minute = ms > 0 ? (ms + 59999) / 60000 : -((-ms) / 60000);
+        PyObject *key = Py_BuildValue("(LL)", minute, group);
+        if (key == NULL) goto done;
+        PyObject *at = PyDict_GetItemWithError(index, key);
+        if (at == NULL && PyErr_Occurred()) {
+            Py_DECREF(key);
+            goto done;
+        }
+        if (at == NULL) {
+            PyObject *bucket = Py_BuildValue("[LLLdddddL]", minute, group, ms, (double)tok[0],
+                                             (double)tok[1], (double)tok[2], (double)tok[3],
+                                             cost, (long long)1);
+            PyObject *position = PyLong_FromSsize_t(PyList_GET_SIZE(buckets));
+            int failed = bucket == NULL || position == NULL ||
+                         PyList_Append(buckets, bucket) < 0 ||
+                         PyDict_SetItem(index, key, position) < 0;
+            Py_XDECREF(bucket);
+            Py_XDECREF(position);
+            Py_DECREF(key);
+            if (failed) goto done;
+            continue;
+        }
+        Py_DECREF(key);
+        PyObject *bucket = PyList_GET_ITEM(buckets, PyLong_AsSsize_t(at));
+        if (ms < PyLong_AsLongLong(PyList_GET_ITEM(bucket, 2))) {
+            PyObject *first = PyLong_FromLongLong(ms);
+            if (first == NULL) goto done;
+            PyList_SetItem(bucket, 2, first);
+        }
+        for (int k = 0; k < 4; k++)
+            if (add_float(bucket, 3 + k, (double)tok[k]) < 0) goto done;
+        if (add_float(bucket, 7, cost) < 0) goto done;
+        PyObject *count = PyLong_FromLongLong(PyLong_AsLongLong(PyList_GET_ITEM(bucket, 8)) + 1);
+        if (count == NULL) goto done;
+        PyList_SetItem(bucket, 8, count);
+    }
+    {
+        PyObject *sums = PyList_New(groups);
+        if (sums == NULL) goto done;
+        for (Py_ssize_t g = 0; g < groups; g++) {
+            long long *sum = ints + g * 6;
+            PyObject *row = Py_BuildValue("[LLLLdLL]", sum[0], sum[1], sum[2], sum[3], costs[g],
+                                          sum[4], sum[5]);
+            if (row == NULL) {
+                Py_DECREF(sums);
+                goto done;
+            }
+            PyList_SET_ITEM(sums, g, row);
+        }
+        result = Py_BuildValue("(NO)", sums, buckets);
+    }
+    goto done;
+odd:
+    PyErr_Clear();
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(ints);
+    PyMem_Free(costs);
+    Py_XDECREF(index);
+    Py_XDECREF(buckets);
+    return result;
+}
+
+/* ---- settling the streamed copies of one chunk (reader.settle_in_python, the same) */
+
+/* counts[name] += 1 */
+static int count_in(PyObject *counts, PyObject *name) {
+    PyObject *old = PyDict_GetItemWithError(counts, name);
+    if (old == NULL && PyErr_Occurred()) return -1;
+    PyObject *value = PyLong_FromLongLong(old == NULL ? 1 : PyLong_AsLongLong(old) + 1);
+    if (value == NULL) return -1;
+    int failed = PyDict_SetItem(counts, name, value);
+    Py_DECREF(value);
+    return failed;
+}
+
+/* What the copies of one response share (reader.settle_in_python's copy key); adds a main
+ * copy's message id to main_msgs. A new reference, or NULL with an error set. */
+static PyObject *copy_key(PyObject *usage, PyObject *offset, Py_ssize_t index, PyObject *main_msgs) {
+    PyObject *msg_id = PyTuple_GET_ITEM(usage, 0), *req_id = PyTuple_GET_ITEM(usage, 1);
+    if (msg_id == Py_None) return Py_BuildValue("(On)", offset, index);
+    int sidechain = PyObject_IsTrue(PyTuple_GET_ITEM(usage, 4));
+    if (sidechain < 0) return NULL;
+    if (sidechain) return PyTuple_Pack(2, msg_id, Py_None);
+    if (PySet_Add(main_msgs, msg_id) < 0) return NULL;
+    if (req_id != Py_None) return PyTuple_Pack(2, msg_id, req_id);
+    /* round(ts * 1000), as Python rounds (half to even) */
+    PyObject *thousand = PyFloat_FromDouble(1000.0);
+    PyObject *scaled = thousand ? PyNumber_Multiply(PyTuple_GET_ITEM(usage, 3), thousand) : NULL;
+    PyObject *instant = scaled ? PyObject_CallMethod(scaled, "__round__", NULL) : NULL;
+    Py_XDECREF(thousand);
+    Py_XDECREF(scaled);
+    if (instant == NULL) return NULL;
+    PyObject *key = PyTuple_Pack(2, msg_id, instant);
+    Py_DECREF(instant);
+    return key;
+}
+
+/* 1 when `usage` beats `kept`: the larger total, else what better(usage, kept) says. */
+static int beats(PyObject *usage, PyObject *kept, PyObject *better) {
+    PyObject *total = PyTuple_GET_ITEM(usage, 14), *kept_total = PyTuple_GET_ITEM(kept, 14);
+    int differ = PyObject_RichCompareBool(total, kept_total, Py_NE);
+    if (differ != 0) return differ < 0 ? -1 : PyObject_RichCompareBool(total, kept_total, Py_GT);
+    PyObject *answer = PyObject_CallFunctionObjArgs(better, usage, kept, NULL);
+    if (answer == NULL) return -1;
+    int wins = PyObject_IsTrue(answer);
+    Py_DECREF(answer);
+    return wins;
+}
+
+PyDoc_STRVAR(settle_doc,
+"settle(candidates, rules, better, rejects, copies) -> (kept, first_ts, last_ts)\n\n"
+"reader.settle_in_python in C: scans each (offset, line) candidate (rules(line) decides a\n"
+"line scan declines: its usages, or the reason it is rejected), keeps the best copy of\n"
+"each response and drops sidechain replays of main copies, counting both in `copies`.");
+
+static PyObject *settle(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *candidates, *rules, *better, *rejects, *copies;
+    if (!PyArg_ParseTuple(args, "O!OOO!O!", &PyList_Type, &candidates, &rules, &better,
+                          &PyDict_Type, &rejects, &PyDict_Type, &copies))
+        return NULL;
+    PyObject *best = PyDict_New(), *main_msgs = PySet_New(NULL), *kept = NULL;
+    PyObject *copy_name = PyUnicode_FromString("copy");
+    PyObject *replay_name = PyUnicode_FromString("sidechain_replay");
+    PyObject *first_ts = Py_None, *last_ts = Py_None, *result = NULL;
+    Py_INCREF(first_ts);
+    Py_INCREF(last_ts);
+    if (best == NULL || main_msgs == NULL || copy_name == NULL || replay_name == NULL) goto done;
+    Py_ssize_t n = PyList_GET_SIZE(candidates);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *candidate = PyList_GET_ITEM(candidates, i);
+        if (!PyTuple_Check(candidate) || PyTuple_GET_SIZE(candidate) != 2) {
+            PyErr_SetString(PyExc_TypeError, "settle(): a candidate is (offset, line)");
+            goto done;
+        }
+        PyObject *offset = PyTuple_GET_ITEM(candidate, 0), *line = PyTuple_GET_ITEM(candidate, 1);
+        PyObject *fields = scan(NULL, line), *parsed;
+        if (fields == NULL) goto done;
+        if (fields != Py_None) {
+            parsed = PyTuple_Pack(1, fields);
+            Py_DECREF(fields);
+        } else {
+            Py_DECREF(fields);
+            parsed = PyObject_CallOneArg(rules, line);
+        }
+        if (parsed == NULL) goto done;
+        if (PyUnicode_Check(parsed)) { /* rejected, and why */
+            int failed = count_in(rejects, parsed);
+            Py_DECREF(parsed);
+            if (failed) goto done;
+            continue;
+        }
+        PyObject *items = PySequence_Fast(parsed, "rules() returns the usages or a reason");
+        Py_DECREF(parsed);
+        if (items == NULL) goto done;
+        Py_ssize_t count = PySequence_Fast_GET_SIZE(items);
+        for (Py_ssize_t index = 0; index < count; index++) {
+            PyObject *usage = PySequence_Fast_GET_ITEM(items, index);
+            if (!PyTuple_Check(usage) || PyTuple_GET_SIZE(usage) < 17) {
+                PyErr_SetString(PyExc_TypeError, "settle(): a usage is a records.FIELDS tuple");
+                Py_DECREF(items);
+                goto done;
+            }
+            PyObject *ts = PyTuple_GET_ITEM(usage, 3);
+            int earlier = first_ts == Py_None ? 1 : PyObject_RichCompareBool(ts, first_ts, Py_LT);
+            int later = last_ts == Py_None ? 1 : PyObject_RichCompareBool(ts, last_ts, Py_GT);
+            if (earlier < 0 || later < 0) {
+                Py_DECREF(items);
+                goto done;
+            }
+            if (earlier) Py_SETREF(first_ts, Py_NewRef(ts));
+            if (later) Py_SETREF(last_ts, Py_NewRef(ts));
+            PyObject *key = copy_key(usage, offset, index, main_msgs);
+            if (key == NULL) {
+                Py_DECREF(items);
+                goto done;
+            }
+            PyObject *held = PyDict_GetItemWithError(best, key);
+            int keep = 1;
+            if (held == NULL && PyErr_Occurred()) keep = -1;
+            else if (held != NULL) {
+                keep = count_in(copies, copy_name) < 0 ? -1
+                                                       : beats(usage, PyTuple_GET_ITEM(held, 0), better);
+            }
+            if (keep > 0) {
+                PyObject *entry = Py_BuildValue("(OOnO)", usage, offset, index, line);
+                if (entry == NULL || PyDict_SetItem(best, key, entry) < 0) keep = -1;
+                Py_XDECREF(entry);
+            }
+            Py_DECREF(key);
+            if (keep < 0) {
+                Py_DECREF(items);
+                goto done;
+            }
+        }
+        Py_DECREF(items);
+    }
+    kept = PyList_New(0);
+    if (kept == NULL) goto done;
+    {
+        Py_ssize_t at = 0;
+        PyObject *key, *entry;
+        while (PyDict_Next(best, &at, &key, &entry)) {
+            PyObject *usage = PyTuple_GET_ITEM(entry, 0);
+            int sidechain = PyObject_IsTrue(PyTuple_GET_ITEM(usage, 4));
+            int replay = sidechain > 0 ? PySet_Contains(main_msgs, PyTuple_GET_ITEM(usage, 0)) : sidechain;
+            if (replay < 0) goto done;
+            if (replay ? count_in(copies, replay_name) < 0 : PyList_Append(kept, entry) < 0) goto done;
+        }
+    }
+    result = Py_BuildValue("(OOO)", kept, first_ts, last_ts);
+done:
+    Py_XDECREF(best);
+    Py_XDECREF(main_msgs);
+    Py_XDECREF(kept);
+    Py_XDECREF(copy_name);
+    Py_XDECREF(replay_name);
+    Py_XDECREF(first_ts);
+    Py_XDECREF(last_ts);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"settle", settle, METH_VARARGS, settle_doc},
+    {"totals", totals, METH_VARARGS, totals_doc},
+    {"find", find, METH_VARARGS, find_doc},
     {"scan", scan, METH_O, scan_doc},
     {"collect", collect, METH_VARARGS, collect_doc},
+    {"bloom_add", bloom_add, METH_VARARGS, bloom_add_doc},
+    {"bloom_held", bloom_held, METH_VARARGS, bloom_held_doc},
     {NULL, NULL, 0, NULL},
 };
 

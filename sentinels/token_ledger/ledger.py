@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterable
@@ -23,17 +24,20 @@ from stat import S_ISREG
 from agentwatch.core import claude
 from agentwatch.core.log import FailureGate
 from agentwatch.core.sanitize import label_value
+from agentwatch.sentinels.token_ledger.blocks import MINUTE_MS, ms_of
 from agentwatch.sentinels.token_ledger.commit_times import CommitTimes
 from agentwatch.sentinels.token_ledger.fold import DIMENSIONS, Fold, SessionFold, top_names
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.reader import (
     BY_LOCATION,
+    ROW_FIELDS,
     SIDECHAIN,
     Chunk,
     ChunkReader,
     UsageEntry,
     init_worker,
     read_in_worker,
+    totals,
 )
 from agentwatch.sentinels.token_ledger.store import CounterKey, ResponseRow, Store
 from agentwatch.sentinels.token_ledger.tailer import Position, Skim
@@ -47,11 +51,14 @@ SKIP_REASONS = {
 DROPPED = 2  # `side` of a sidechain row superseded by a main copy
 TOKEN_TYPES = ("input", "output", "cache_read", "cache_creation")
 STEP_BYTES = 16 * 1024 * 1024  # one chunk of one file
-COMMIT_ENTRIES = 20_000  # commit the open transaction after about this many entries
+# Commit the open batch after about this many entries: a commit rewrites most pages of the
+# responses table (its keys are hashes), so fewer commits cost less; memory holds one batch.
+COMMIT_ENTRIES = 20_000
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # below this a backfill is read in-process
 # Jobs queued per parse worker: enough that the workers go on while this process commits
-# (a commit of a backfill's batch takes a few jobs' time); a job's result is small.
-IN_FLIGHT_PER_WORKER = 8
+# (a commit of a backfill's batch takes a few dozen jobs' time); a job's result is small.
+IN_FLIGHT_PER_WORKER = 32
+TAIL_SHARE = 0.3  # of a parallel backfill: read while its last commit but one is written
 RESIZE_EVERY = 0.25  # seconds of backfill reading between looks at the tracked files' sizes
 RESIZE_SHARE = 0.05  # ...or longer, so that looking costs at most this share of the backfill
 
@@ -99,13 +106,21 @@ class TrackedFile:
     mtime: float = 0.0
 
 
-def _wins(total: int, cost: float, speed: bool, row: ResponseRow) -> bool:
+def _merge_bucket(have: list, bucket: list) -> None:
+    """Add one bucket row's sums to another's of the same minute and label set."""
+    if bucket[2] < have[2]:
+        have[2] = bucket[2]
+    for index in range(3, 9):
+        have[index] += bucket[index]
+
+
+def _wins(total: int, cost: float, speed: int, row: ResponseRow) -> bool:
     """The reference reader keeps the largest total, then the higher cost, then `speed`."""
     if total != row.total:
         return total > row.total
     if cost != row.cost:
         return cost > row.cost
-    return speed and not row.speed
+    return bool(speed) and not row.speed
 
 
 @dataclass
@@ -114,6 +129,10 @@ class _Pending:
 
     rows: dict[tuple[int, int], ResponseRow] = field(default_factory=dict)
     known: dict[int, list[ResponseRow]] = field(default_factory=dict)  # msg -> rows (db + new)
+    # msg -> the responses row (a tuple) of a response first seen in this batch, counted
+    # whole with its chunk (_apply_new); becomes a ResponseRow in `rows` and `known` when
+    # another copy of it comes.
+    fresh: dict[int, tuple] = field(default_factory=dict)
     counters: dict[CounterKey, float] = field(default_factory=dict)
     # labelset id -> [input, output, cache_read, cache_creation, cost, unpriced tokens,
     # new responses]
@@ -130,6 +149,21 @@ class _Pending:
     def add(self, key: CounterKey, value: float) -> None:
         if value:
             self.counters[key] = self.counters.get(key, 0.0) + value
+
+
+@dataclass
+class _Commit:
+    """A batch on its way into the database (Ledger.flush), and what the in-memory view
+    takes from it once it is written."""
+
+    pending: _Pending
+    planned: dict
+    session_deltas: dict[str, list]
+    labelsets: list[tuple[int, str, str, str]]
+    responses: list[tuple]
+    thread: threading.Thread | None = None
+    error: BaseException | None = None
+    seconds: float = 0.0
 
 
 @dataclass
@@ -182,6 +216,8 @@ class Ledger:
         self.noticed = False  # a metric changed without a commit (a skipped file)
         self._resize_seconds = 0.0  # how long the last look at every file's size took
         self._pool: ProcessPoolExecutor | None = None  # workers forked ahead (start_workers)
+        self._committing: _Commit | None = None  # the batch being written (flush)
+        self._reading_in_parallel = False  # its batches are written in the background
 
     def _load_fold(self) -> Fold:
         caps = {"project": self.max_projects, "model": self.max_models}
@@ -298,7 +334,10 @@ class Ledger:
         return noticed
 
     def _position(self, key: str) -> Position | None:
-        return self._pending.positions.get(key) or self.positions.get(key)
+        found = self._pending.positions.get(key)
+        if found is None and self._committing is not None:
+            found = self._committing.pending.positions.get(key)
+        return found or self.positions.get(key)
 
     def pending(self) -> list[str]:
         """Files with unread bytes, most recently modified first (live sessions go first)."""
@@ -441,6 +480,16 @@ class Ledger:
 
     def _read_parallel(self, keys: list[str], workers: int) -> Generator[int]:
         pool, self._pool = self._pool or self._new_pool(workers), None
+        self._reading_in_parallel = True
+        try:
+            yield from self._read_with(pool, keys, workers)
+        finally:
+            self._reading_in_parallel = False
+
+    def _read_with(
+        self, pool: ProcessPoolExecutor, keys: list[str], workers: int
+    ) -> Generator[int]:
+        tail_bytes = self.unread_bytes() * TAIL_SHARE
         with pool:
             todo = list(keys)
             running: deque = deque()
@@ -462,6 +511,11 @@ class Ledger:
                     yield chunk.bytes_read
                     if chunk.progress and self.has_unread(chunk.key):
                         todo.append(chunk.key)  # a large file: its next slice, after the others
+                if tail_bytes and self.unread_bytes() <= tail_bytes:
+                    # The batch so far is written while the workers read the rest: the
+                    # commit that ends the backfill, which nothing overlaps, is then small.
+                    tail_bytes = 0
+                    self.flush(background=True)
 
     def _next_jobs(
         self, todo: list[str]
@@ -543,36 +597,90 @@ class Ledger:
             chunk.first_ts, chunk.last_ts = min(chunk.first_ts, now), min(chunk.last_ts, now)
             activity = pending.activity.get(session)
             if activity is None:
-                project = chunk.entries[0][2] if chunk.entries else "unknown"
+                project = chunk.groups[chunk.entries[0][11]][0] if chunk.entries else "unknown"
                 pending.activity[session] = [project, chunk.first_ts, chunk.last_ts]
             else:
                 activity[1] = min(activity[1], chunk.first_ts)
                 activity[2] = max(activity[2], chunk.last_ts)
-        known = pending.known
-        unknown = [msg for msg in {entry[0] for entry in chunk.entries} if msg not in known]
+        entries = chunk.entries
+        if not entries:
+            return
+        if not self._apply_new(chunk, session):
+            self._decide_each(chunk, session)
+        pending.entries += len(entries)
+        if pending.entries >= COMMIT_ENTRIES:
+            self.flush(background=self._reading_in_parallel)
+
+    def _apply_new(self, chunk: Chunk, session: str) -> bool:
+        """Count a chunk whole from its totals (reader.totals) when every response in it is
+        seen for the first time, as in most of a backfill: what deciding each entry would
+        do, without doing it per entry. False (nothing done) when one may be known."""
+        pending, store, entries = self._pending, self.store, chunk.entries
+        msgs = [entry[0] for entry in entries]
+        unique = set(msgs)
+        if (
+            len(unique) != len(msgs)  # two requests of one message: decided one by one
+            or not pending.fresh.keys().isdisjoint(unique)
+            or not pending.known.keys().isdisjoint(unique)
+        ):
+            return False
+        stored = store.responses_for(unique)
+        if stored:  # looked up once: _decide_each takes them from `known`
+            for msg in unique:
+                pending.known[msg] = stored.get(msg, [])
+            return False
+        labels = [store.labelset(project, model, session) for project, model in chunk.groups]
+        sums_by_group, new_buckets = totals(entries, len(labels))
+        by_labels = pending.by_labels
+        for labelset, sums in zip(labels, sums_by_group, strict=True):
+            have = by_labels.get(labelset)
+            if have is None:
+                by_labels[labelset] = sums
+            else:
+                for index, value in enumerate(sums):
+                    have[index] += value
+        buckets = pending.buckets
+        for bucket in new_buckets:
+            bucket[1] = labelset = labels[bucket[1]]
+            have = buckets.get((bucket[0], labelset))
+            if have is None:
+                buckets[(bucket[0], labelset)] = bucket
+            else:
+                _merge_bucket(have, bucket)
+        for entry in entries:
+            if entry[14] is not None:
+                self._count_error(labels[entry[11]], entry[14], entry[12], entry[15])
+        rows = [(*entry[:ROW_FIELDS], labels[entry[11]]) for entry in entries]
+        pending.fresh.update(zip(msgs, rows, strict=True))
+        return True
+
+    def _decide_each(self, chunk: Chunk, session: str) -> None:
+        """Decide every entry of a chunk against what is counted already."""
+        pending = self._pending
+        known, fresh = pending.known, pending.fresh
+        msgs = {entry[0] for entry in chunk.entries}
+        for msg in msgs & fresh.keys():  # first seen in this batch: decided as rows from now
+            row = ResponseRow(*fresh.pop(msg))
+            known[msg] = [row]
+            pending.rows[(row.msg, row.req)] = row
+        unknown = [msg for msg in msgs if msg not in known]
         if unknown:
             found = self.store.responses_for(unknown)
             for msg in unknown:
                 known[msg] = found.get(msg, [])
-        if chunk.entries and not self.store.db.in_transaction:
-            self.store.begin()
+        groups = chunk.groups
         for entry in chunk.entries:
-            self._decide(entry, session)
-        pending.entries += len(chunk.entries)
-        if pending.entries >= COMMIT_ENTRIES:
-            self.flush()
+            self._decide(entry, groups, session)
 
-    def _decide(self, entry: UsageEntry, session: str) -> None:
+    def _decide(self, entry: UsageEntry, groups: list[tuple[str, str]], session: str) -> None:
         pending = self._pending
-        msg, req, project, model, ts, t_in, t_out, t_cr, t_cc, cost, priced, speed, kind, reset_at, total = entry  # fmt: skip # noqa: E501
+        msg, req, on_side, total, speed, cost, t_in, t_out, t_cr, t_cc, d_cost, group, ts, priced, kind, reset_at = entry  # fmt: skip # noqa: E501
         rows = pending.known.get(msg)
-        if not rows:  # the first copy of a response anywhere, most of a backfill: counted whole
-            labels = self.store.labelset(project, model, session)
-            d_cost = max(0.0, cost)
+        if not rows:  # the first copy of a response anywhere: counted whole
+            labels = self.store.labelset(*groups[group], session)
             row = ResponseRow(
-                msg, req, 1 if req == SIDECHAIN else 0, total, int(speed), cost,
-                t_in, t_out, t_cr, t_cc, d_cost, labels,
-            )  # fmt: skip
+                msg, req, on_side, total, speed, cost, t_in, t_out, t_cr, t_cc, d_cost, labels
+            )
             pending.known[msg] = [row]
             if kind is not None:
                 self._count_error(labels, kind, ts, reset_at)
@@ -592,7 +700,7 @@ class Ledger:
                 return
             row = same
         else:
-            labels = self.store.labelset(project, model, session)
+            labels = self.store.labelset(*groups[group], session)
             row = ResponseRow(msg, req, 0, 0, 0, 0.0, 0, 0, 0, 0, 0.0, labels)
             side = next((r for r in rows if r.req == SIDECHAIN and r.side != DROPPED), None)
             if req not in (SIDECHAIN, BY_LOCATION) and side is not None:
@@ -612,7 +720,7 @@ class Ledger:
                 new = 1
             rows.append(row)
         row.side = 1 if req == SIDECHAIN else 0
-        row.total, row.cost, row.speed = total, cost, int(speed)
+        row.total, row.cost, row.speed = total, cost, speed
         d_in, d_out = max(0, t_in - row.c_in), max(0, t_out - row.c_out)
         d_cr, d_cc = max(0, t_cr - row.c_cr), max(0, t_cc - row.c_cc)
         d_cost = max(0.0, cost - row.c_cost)
@@ -644,21 +752,15 @@ class Ledger:
         if new or d_in or d_out or d_cr or d_cc or d_cost:
             # The minute of the line that changed the count: a later, better copy adds its
             # difference to its own minute (counters only grow; see docs/ledger-rules.md).
-            ms = int(ts * 1000 + 0.5) if ts >= 0 else -int(-ts * 1000 + 0.5)
-            key = (-(-ms // 60_000), row.labels)  # blocks.minute_of
-            bucket = pending.buckets.get(key)
-            if bucket is None:  # floats: many lines' sums can pass int64 (store.add_buckets)
-                pending.buckets[key] = [*key, ms, float(d_in), float(d_out), float(d_cr),
-                                        float(d_cc), d_cost, new]  # fmt: skip
+            ms = ms_of(ts)
+            key = (-(-ms // MINUTE_MS), row.labels)  # blocks.minute_of
+            # floats: many lines' sums can pass int64 (store.add_buckets)
+            bucket = [*key, ms, float(d_in), float(d_out), float(d_cr), float(d_cc), d_cost, new]
+            have = pending.buckets.get(key)
+            if have is None:
+                pending.buckets[key] = bucket
             else:
-                if ms < bucket[2]:
-                    bucket[2] = ms
-                bucket[3] += d_in
-                bucket[4] += d_out
-                bucket[5] += d_cr
-                bucket[6] += d_cc
-                bucket[7] += d_cost
-                bucket[8] += new
+                _merge_bucket(have, bucket)
 
     def _count_error(self, labels: int, kind: str, ts: float, reset_at: float | None) -> None:
         """A new response that is an API error (the responses are counted per label set)."""
@@ -672,20 +774,30 @@ class Ledger:
     def _raise_gauge(self, key: str, value: float) -> None:
         """Keep the newest time seen: files are not read in time order."""
         gauges = self._pending.gauges
-        if value > max(gauges.get(key, 0.0), self.gauges.get(key, 0.0)):
+        writing = self._committing.pending.gauges if self._committing is not None else {}
+        if value > max(gauges.get(key, 0.0), writing.get(key, 0.0), self.gauges.get(key, 0.0)):
             gauges[key] = value
 
     # ---- committing
     def discard(self) -> None:
-        """Drop the open batch (after a failure mid-way): nothing of it was committed, so the
-        same bytes are read and decided again, never counted twice."""
+        """Drop the open batch (after a failure mid-way), and one being written: nothing of
+        them was committed, so the same bytes are read and decided again, never counted
+        twice."""
+        batch, self._committing = self._committing, None
+        if batch is not None and batch.thread is not None:
+            batch.thread.join()
         if self.store.db.in_transaction:
             self.store.rollback()
         self._pending = _Pending()
         self._recount_all()
 
-    def flush(self) -> None:
-        """Commit the open batch: responses, counters, sessions and positions together."""
+    def flush(self, background: bool = False) -> None:
+        """Commit the open batch: responses, counters, sessions and positions together.
+
+        `background`: written from a thread while this one goes on deciding (a backfill's
+        workers keep reading); the next flush, or any look-up in the database, waits for
+        it, and a failure is raised from the next flush. Only one batch is in flight."""
+        self.finish_commit()
         pending = self._pending
         if not pending.positions:
             return
@@ -705,37 +817,73 @@ class Ledger:
         for session, (project, first_ts, last_ts) in pending.activity.items():
             delta = session_deltas.setdefault(session, [project, None, None, 0, 0, 0, 0, 0.0])
             delta[1], delta[2] = first_ts, last_ts
-        planned = self.fold.plan(_names(counters))
         store = self.store
+        rows = store.response_batch(pending.rows.values(), pending.fresh.values())
+        store.will_store(rows)
+        batch = _Commit(
+            pending, self.fold.plan(_names(counters)), session_deltas, store.take_labelsets(),
+            rows,
+        )  # fmt: skip
+        self._pending = _Pending()
+        self._committing = batch
+        store.lock.acquire()  # released by _write: from now on the database waits for it
+        if background:
+            batch.thread = threading.Thread(
+                target=self._write, args=(batch,), name="ledger-commit", daemon=True
+            )
+            batch.thread.start()
+        else:
+            self._write(batch)
+            self.finish_commit()
+
+    def _write(self, batch: _Commit) -> None:
+        """The batch into the database, in one transaction (holding store.lock)."""
+        store, pending = self.store, batch.pending
         started = time.perf_counter()
-        if not store.db.in_transaction:
-            store.begin()
         try:
-            store.save_labelsets()
-            store.save_kept({dim: kept for dim, (_, kept) in planned.items() if kept})
-            store.save_responses(pending.rows.values())
-            store.add_counters(counters)
-            store.add_sessions(session_deltas)
+            if not store.db.in_transaction:
+                store.begin()
+            store.save_labelsets(batch.labelsets)
+            store.save_kept({dim: kept for dim, (_, kept) in batch.planned.items() if kept})
+            store.save_responses(batch.responses)
+            store.add_counters(pending.counters)
+            store.add_sessions(batch.session_deltas)
             store.add_buckets(pending.buckets)
             store.set_gauges(pending.gauges)
             store.save_positions(pending.positions)
             store.commit()
-            self.commits += 1
-        except BaseException:
+        except BaseException as err:  # raised in the deciding thread (finish_commit)
+            batch.error = err
+        finally:
+            batch.seconds = time.perf_counter() - started
+            store.lock.release()
+
+    def finish_commit(self) -> None:
+        """Wait for the batch being written, then take it into the in-memory view (or, when
+        it failed, drop it with the open batch, decided after it, and raise the error)."""
+        batch = self._committing
+        if batch is None:
+            return
+        if batch.thread is not None:
+            batch.thread.join()
+        if batch.error is not None:
             self.discard()
-            raise
-        self.commit_seconds.observe(time.perf_counter() - started)
+            raise batch.error
+        self._committing = None
+        pending = batch.pending
+        self.commits += 1
+        self.commit_seconds.observe(batch.seconds)
         self.positions.update(pending.positions)
+        counters = pending.counters
         for counter, value in counters.items():
             self.counters[counter] = self.counters.get(counter, 0.0) + value
         self.changed.update(counters)
         deltas = self.deltas
         for counter, value in counters.items():
             deltas[counter] = deltas.get(counter, 0.0) + value
-        self.fold.apply(planned)
+        self.fold.apply(batch.planned)
         self.gauges.update(pending.gauges)
-        self._remember_sessions(session_deltas)
-        self._pending = _Pending()
+        self._remember_sessions(batch.session_deltas)
         for listener in self.on_commit:  # last: the ledger is consistent whatever they do
             listener(pending.buckets)
 

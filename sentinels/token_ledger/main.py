@@ -13,6 +13,7 @@ heartbeat.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import math
@@ -424,5 +425,7 @@ class TokenLedger:
         if self.watch is not None:
             self.watch.stop()
         if self.ledger is not None:
+            with contextlib.suppress(Exception):  # a batch being written: kept, or dropped whole
+                self.ledger.finish_commit()
             self.ledger.stop_workers()
             self.ledger.store.close()

@@ -5,17 +5,19 @@ worker process during a large backfill while the main process decides and commit
 from __future__ import annotations
 
 import errno
-import hashlib
 import logging
 import os
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from hashlib import blake2b
 from stat import S_ISREG
 
 from agentwatch.core import claude
 from agentwatch.core.process import die_with_parent
 from agentwatch.core.sanitize import label_value
 from agentwatch.sentinels.token_ledger import records
+from agentwatch.sentinels.token_ledger.blocks import MINUTE_MS, ms_of
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.tailer import (
     Position,
@@ -30,17 +32,20 @@ log = logging.getLogger("agentwatch.token-ledger")
 SIDECHAIN = 1  # req key of a lone sidechain copy (deduped by message id alone)
 BY_LOCATION = 2  # req key of an entry without message id (keyed by file, offset, content)
 _PROJECT_CACHE = 10_000  # label values remembered per process (bounded: names are open-ended)
-_HASH_CACHE = 4096  # id hashes remembered: enough for the copies of every response in a chunk
 
-# One usage entry, ready to be decided: (msg, req, project, model, timestamp, input, output,
-# cache_read, cache_creation, cost, priced, has_speed, error_kind, reset_at, total)
-UsageEntry = tuple[int, int, str, str, float, int, int, int, int, float, bool, bool,
-                   str | None, float | None, int]  # fmt: skip
+# One usage entry, ready to be decided. Its first ROW_FIELDS fields are the responses row of
+# a first copy without its label set (store.ResponseRow: msg, req, side, total, speed, cost,
+# then input, output, cache_read, cache_creation and cost as counted), then the index of its
+# (project, model) in Chunk.groups, its timestamp, whether it was priced, and its error kind
+# and usage-limit reset time when it is an API error.
+UsageEntry = tuple[int, int, int, int, int, float, int, int, int, int, float, int, float, bool,
+                   str | None, float | None]  # fmt: skip
+ROW_FIELDS = 11
 
 
 def key_hash(text: str) -> int:
     """A stable signed 64-bit hash (SQLite integers), the same in every process."""
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    digest = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
 
@@ -57,6 +62,7 @@ class Chunk:
     oversize: int = 0
     bytes_read: int = 0
     entries: list[UsageEntry] = field(default_factory=list)
+    groups: list[tuple[str, str]] = field(default_factory=list)  # (project, model) by index
     rejects: dict[str, int] = field(default_factory=dict)
     copies: dict[str, int] = field(default_factory=dict)  # dropped duplicates, by kind
     first_ts: float | None = None  # activity span of the accepted lines
@@ -73,9 +79,6 @@ class ChunkReader:
         self.prices = prices
         self._projects: dict[tuple[str | None, str], str] = {}
         self._models: dict[str, str] = {}
-        # Recent ids' key hashes: the copies of a response share them.
-        self._msg_hashes: dict[str, int] = {}
-        self._req_hashes: dict[str, int] = {}
 
     def read(
         self, key: str, slug: str, known: Position | None, budget: int, skim: Skim | None = None
@@ -126,135 +129,202 @@ class ChunkReader:
         chunk.lines, chunk.oversize = result.lines, result.oversize
         chunk.bytes_read = result.end - start
         # Streamed copies of a response sit next to each other in one file, so most
-        # duplicates are settled here, before anything is hashed or priced (largest total,
-        # then cost, then `speed`, then the first: the reference reader's rules), and the
-        # ledger only decides the survivors against what it counted before.
-        best: dict[tuple, tuple[records.Entry, int, int, bytes]] = {}
-        main_msgs: set[str] = set()  # responses with a main copy: their sidechain replays go
-        copies, rejects, parse = chunk.copies, chunk.rejects, records.parse
-        first_ts = last_ts = None
-        for offset, line in result.candidates:
-            try:
-                parsed = parse(line)
-            except records.Rejected as rejected:
-                rejects[rejected.reason] = rejects.get(rejected.reason, 0) + 1
-                continue
-            except Exception as err:  # a line must never stop the ledger: count it, go on
-                log.warning("unexpected %s parsing a line of %s; skipped", type(err).__name__, key)
-                rejects["parse_error"] = rejects.get("parse_error", 0) + 1
-                continue
-            for index, entry in enumerate(parsed):
-                ts = entry.timestamp
-                if first_ts is None or ts < first_ts:
-                    first_ts = ts
-                if last_ts is None or ts > last_ts:
-                    last_ts = ts
-                copy_key = _copy_key(entry, offset, index, main_msgs)
-                kept = best.get(copy_key)
-                if kept is None:
-                    best[copy_key] = (entry, offset, index, line)
-                    continue
-                copies["copy"] = copies.get("copy", 0) + 1
-                if self._better(entry, kept[0]):
-                    best[copy_key] = (entry, offset, index, line)
+        # duplicates are settled here, before anything is hashed or priced, and the ledger
+        # only decides the survivors against what it counted before.
+        kept, first_ts, last_ts = settle(
+            result.candidates, lambda line: by_rules(line, key), self._better, chunk.rejects,
+            chunk.copies,
+        )  # fmt: skip
         chunk.first_ts, chunk.last_ts = first_ts, last_ts
         entries = chunk.entries
         compact = self._compact
-        for entry, offset, index, line in best.values():
-            if entry.sidechain and entry.msg_id in main_msgs:
-                copies["sidechain_replay"] = copies.get("sidechain_replay", 0) + 1
-            else:
-                entries.append(compact(entry, key, slug, offset, index, line))
+        groups: dict[tuple[str, str], int] = {}
+        for usage, offset, index, line in kept:
+            entries.append(compact(usage, key, slug, offset, index, line, groups))
+        chunk.groups = list(groups)
         return chunk
 
-    def _better(self, entry: records.Entry, kept: records.Entry) -> bool:
-        """Whether a copy beats the one kept; priced only when the totals tie (rarely)."""
-        total, kept_total = entry.total, kept.total
-        if total != kept_total:
-            return total > kept_total
-        cost, kept_cost = self._cost(entry)[0], self._cost(kept)[0]
+    def _better(self, usage: records.Usage, kept: records.Usage) -> bool:
+        """Whether a copy beats the one kept when their totals tie (rarely): the higher cost,
+        then `speed`."""
+        cost, kept_cost = self._cost(usage)[0], self._cost(kept)[0]
         if cost != kept_cost:
             return cost > kept_cost
-        return entry.has_speed and not kept.has_speed
+        return usage[12] and not kept[12]
 
     def _compact(
-        self, entry: records.Entry, key: str, slug: str, offset: int, index: int, line: bytes
-    ) -> UsageEntry:
-        if entry.msg_id is None:
-            content = hashlib.blake2b(line, digest_size=8).hexdigest()
+        self, usage: records.Usage, key: str, slug: str, offset: int, index: int, line: bytes,
+        groups: dict[tuple[str, str], int],
+    ) -> UsageEntry:  # fmt: skip
+        msg_id, req_id, model_id, ts, sidechain, _cost_usd, cwd, t_in, t_out, t_cr, c5, c1, has_speed, _fast, total, api_error, error_text = usage  # fmt: skip # noqa: E501
+        if msg_id is None:
+            content = blake2b(line, digest_size=8).hexdigest()
             msg, req = key_hash(f"{key}\0{offset}\0{index}\0{content}"), BY_LOCATION
-        else:
-            # The copies of one response follow each other: their keys are hashed once.
-            known = self._msg_hashes.get(entry.msg_id)
-            if known is None:
-                known = _remember(self._msg_hashes, entry.msg_id, key_hash(entry.msg_id))
-            msg = known
-            if entry.sidechain:
+        else:  # its copies in this chunk were settled already: each key is hashed once
+            msg = key_hash(msg_id)
+            if sidechain:
                 req = SIDECHAIN
-            elif entry.req_id is None:  # the reference reader then keys on id + instant
-                req = key_hash(f"t\0{round(entry.timestamp * 1000)}") | 3
-            else:
-                known = self._req_hashes.get(entry.req_id)
-                if known is None:  # low bits set: never a reserved key
-                    known = _remember(
-                        self._req_hashes, entry.req_id, key_hash("r\0" + entry.req_id) | 3
-                    )
-                req = known
+            elif req_id is None:  # the reference reader then keys on id + instant
+                req = key_hash(f"t\0{round(ts * 1000)}") | 3
+            else:  # low bits set: never a reserved key
+                req = key_hash("r\0" + req_id) | 3
         # Label values come from text anyone can write (cwd, folder names, model): made safe
         # here, where they are produced, so the database and every exposition hold safe text.
-        project = self._projects.get((entry.cwd, slug))
+        project = self._projects.get((cwd, slug))
         if project is None:
-            project = label_value(claude.project_name(entry.cwd, slug))
+            project = label_value(claude.project_name(cwd, slug))
             if len(self._projects) >= _PROJECT_CACHE:
                 self._projects.clear()
-            self._projects[(entry.cwd, slug)] = project
-        model = self._models.get(entry.model)
+            self._projects[(cwd, slug)] = project
+        model = self._models.get(model_id)
         if model is None:
-            model = label_value(entry.model)
+            model = label_value(model_id)
             if len(self._models) >= _PROJECT_CACHE:
                 self._models.clear()
-            self._models[entry.model] = model
-        cost, priced = self._cost(entry)
+            self._models[model_id] = model
+        group = groups.get((project, model))
+        if group is None:
+            group = groups[(project, model)] = len(groups)
+        cost, priced = self._cost(usage)
         kind = reset_at = None
-        if entry.api_error:
-            kind, reset_at = records.classify_error(entry.error_text)
+        if api_error:
+            kind, reset_at = records.classify_error(error_text)
         return (
-            msg, req, project, model, entry.timestamp, entry.input, entry.output,
-            entry.cache_read, entry.cache_creation, cost, priced, entry.has_speed, kind,
-            reset_at, entry.total,
+            msg, req, 1 if req == SIDECHAIN else 0, total, 1 if has_speed else 0, cost,
+            t_in, t_out, t_cr, c5 + c1, cost if cost > 0.0 else 0.0,
+            group, ts, priced, kind, reset_at,
         )  # fmt: skip
 
-    def _cost(self, entry: records.Entry) -> tuple[float, bool]:
-        if entry.cost_usd is not None:
-            return entry.cost_usd, True
-        if entry.model == records.SYNTHETIC:
+    def _cost(self, usage: records.Usage) -> tuple[float, bool]:
+        cost_usd, model = usage[5], usage[2]
+        if cost_usd is not None:
+            return cost_usd, True
+        if model == records.SYNTHETIC:
             return 0.0, True
         cost = self.prices.cost(
-            entry.model, entry.input, entry.output, entry.cache_read,
-            entry.cache_5m, entry.cache_1h, entry.fast, at=entry.timestamp,
-        )  # fmt: skip
+            model, usage[7], usage[8], usage[9], usage[10], usage[11], usage[13], at=usage[3]
+        )
         return (0.0, False) if cost is None else (cost, True)
 
 
-def _remember(cache: dict[str, int], text: str, value: int) -> int:
-    if len(cache) >= _HASH_CACHE:
-        cache.clear()
-    cache[text] = value
-    return value
+def by_rules(line: bytes, key: str) -> list[records.Usage] | str:
+    """A candidate line the C scan declined, read by records' rules: its usage records, or
+    the reason it is rejected (`key` names its file in the log)."""
+    try:
+        return [entry.usage() for entry in records.parse_by_rules(line)]
+    except records.Rejected as rejected:
+        return rejected.reason
+    except Exception as err:  # a line must never stop the ledger: count it, go on
+        log.warning("unexpected %s parsing a line of %s; skipped", type(err).__name__, key)
+        return "parse_error"
 
 
-def _copy_key(entry: records.Entry, offset: int, index: int, main_msgs: set[str]) -> tuple:
-    """What the copies of one response share, as the ledger keys them (reader.SIDECHAIN,
-    BY_LOCATION and the request keys of _compact), before hashing."""
-    msg_id = entry.msg_id
-    if msg_id is None:
-        return (offset, index)  # keyed by its place: never a copy of another line
-    if entry.sidechain:
-        return (msg_id, None)
-    main_msgs.add(msg_id)
-    if entry.req_id is None:
-        return (msg_id, round(entry.timestamp * 1000))
-    return (msg_id, entry.req_id)
+def settle_in_python(
+    candidates: list[tuple[int, bytes]],
+    rules: Callable[[bytes], list[records.Usage] | str],
+    better: Callable[[records.Usage, records.Usage], bool],
+    rejects: dict[str, int],
+    copies: dict[str, int],
+) -> tuple[list[tuple[records.Usage, int, int, bytes]], float | None, float | None]:
+    """The best copy of each response among one chunk's candidate (offset, line)s, in the
+    order they first appear, as (usage, offset, index in its line, line); and the span of
+    the accepted records' times. The best is the largest total, then what `better` says
+    (cost, then `speed`), then the first: the reference reader's rules. A sidechain replay
+    of a response with a main copy is dropped. Rejected lines go to `rejects` by reason,
+    dropped copies to `copies` by kind. `_fastline.settle` is the same in C; this is what
+    runs without it, and its reference."""
+    best: dict[tuple, tuple[records.Usage, int, int, bytes]] = {}
+    main_msgs: set[str] = set()  # responses with a main copy: their sidechain replays go
+    first_ts = last_ts = None
+    for offset, line in candidates:
+        fields = records.scan(line)
+        parsed = (fields,) if fields is not None else rules(line)
+        if isinstance(parsed, str):
+            rejects[parsed] = rejects.get(parsed, 0) + 1
+            continue
+        for index, usage in enumerate(parsed):
+            msg_id, req_id, _model, ts, sidechain = usage[:5]
+            if first_ts is None or ts < first_ts:
+                first_ts = ts
+            if last_ts is None or ts > last_ts:
+                last_ts = ts
+            # What the copies of one response share, as the ledger keys them (SIDECHAIN,
+            # BY_LOCATION and the request keys of _compact), before hashing.
+            if msg_id is None:
+                copy_key: tuple = (offset, index)  # keyed by its place: never a copy
+            elif sidechain:
+                copy_key = (msg_id, None)
+            else:
+                main_msgs.add(msg_id)
+                copy_key = (msg_id, round(ts * 1000) if req_id is None else req_id)
+            kept = best.get(copy_key)
+            if kept is None:
+                best[copy_key] = (usage, offset, index, line)
+                continue
+            copies["copy"] = copies.get("copy", 0) + 1
+            if (usage[14] > kept[0][14]) if usage[14] != kept[0][14] else better(usage, kept[0]):
+                best[copy_key] = (usage, offset, index, line)
+    survivors = []
+    for found in best.values():
+        if found[0][4] and found[0][0] in main_msgs:  # a sidechain replay of a main copy
+            copies["sidechain_replay"] = copies.get("sidechain_replay", 0) + 1
+        else:
+            survivors.append(found)
+    return survivors, first_ts, last_ts
+
+
+def totals_in_python(entries: list[UsageEntry], groups: int) -> tuple[list[list], list[list]]:
+    """What these entries of one chunk count if each is a response seen for the first time
+    (most of a backfill): per group of Chunk.groups [input, output, cache_read,
+    cache_creation, cost, unpriced tokens, responses], and per (minute, group) in order of
+    first appearance the bucket row of store.add_buckets, with the group for the label set.
+    `_fastline.totals` is the same in C; this is what runs without it, and its reference."""
+    sums: list[list] = [[0, 0, 0, 0, 0.0, 0, 0] for _ in range(groups)]
+    buckets: dict[tuple[int, int], list] = {}
+    for entry in entries:
+        t_in, t_out, t_cr, t_cc, cost, group, ts, priced = entry[6:14]
+        tokens = sums[group]
+        tokens[0] += t_in
+        tokens[1] += t_out
+        tokens[2] += t_cr
+        tokens[3] += t_cc
+        tokens[4] += cost
+        if not priced:
+            tokens[5] += t_in + t_out + t_cr + t_cc
+        tokens[6] += 1
+        ms = ms_of(ts)
+        minute = -(-ms // MINUTE_MS)  # blocks.minute_of
+        bucket = buckets.get((minute, group))
+        if bucket is None:  # floats: many lines' sums can pass int64 (store.add_buckets)
+            buckets[(minute, group)] = [minute, group, ms, float(t_in), float(t_out),
+                                        float(t_cr), float(t_cc), cost, 1]  # fmt: skip
+        else:
+            if ms < bucket[2]:
+                bucket[2] = ms
+            bucket[3] += t_in
+            bucket[4] += t_out
+            bucket[5] += t_cr
+            bucket[6] += t_cc
+            bucket[7] += cost
+            bucket[8] += 1
+    return sums, list(buckets.values())
+
+
+def totals(entries: list[UsageEntry], groups: int) -> tuple[list[list], list[list]]:
+    """totals_in_python, in C where it can be (it declines sums past 64 bits)."""
+    if fast_totals is not None:
+        found = fast_totals(entries, groups)
+        if found is not None:
+            return found
+    return totals_in_python(entries, groups)
+
+
+fast_totals: Callable[[list, int], tuple[list[list], list[list]] | None] | None
+try:  # built with the package
+    from agentwatch.sentinels.token_ledger._fastline import settle
+    from agentwatch.sentinels.token_ledger._fastline import totals as fast_totals
+except ImportError:  # pragma: no cover - tests/test_fastline.py requires it
+    settle, fast_totals = settle_in_python, None
 
 
 # ---- worker-process side of a parallel backfill

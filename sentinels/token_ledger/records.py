@@ -75,6 +75,19 @@ _READ_KEYS = frozenset({
 })  # fmt: skip
 
 
+# A usage record as the reader takes it: these fields of an Entry, in this order (a tuple:
+# a backfill makes one per line, and _fastline.scan builds it in C).
+FIELDS = (
+    "msg_id", "req_id", "model", "timestamp", "sidechain", "cost_usd", "cwd", "input", "output",
+    "cache_read", "cache_5m", "cache_1h", "has_speed", "fast", "total", "api_error",
+    "error_text",
+)  # fmt: skip
+Usage = tuple[
+    str | None, str | None, str, float, bool, float | None, str | None, int, int, int, int,
+    int, bool, bool, int, bool, str | None,
+]  # fmt: skip
+
+
 class Entry:
     """One usage record: an API response copy (or an advisor iteration inside one)."""
 
@@ -109,6 +122,15 @@ class Entry:
     @property
     def total(self) -> int:
         return self.input + self.output + self.cache_read + self.cache_5m + self.cache_1h
+
+    def usage(self) -> Usage:
+        """The record as FIELDS."""
+        return (
+            self.msg_id, self.req_id, self.model, self.timestamp, self.sidechain,
+            self.cost_usd, self.cwd, self.input, self.output, self.cache_read, self.cache_5m,
+            self.cache_1h, self.has_speed, self.fast, self.total, self.api_error,
+            self.error_text,
+        )  # fmt: skip
 
 
 class Rejected(Exception):
@@ -307,23 +329,10 @@ def _usable_message(message: object) -> bool:
     return type(message) is dict and type(message.get("usage")) is dict
 
 
-def parse(line: bytes) -> list[Entry]:
-    """The usage entries of one candidate line (the response, then any advisors).
-
-    Raises Rejected with a reason when the reference reader would drop the line. An ordinary
-    response line is read by the C fast path; whatever it declines, by the rules below.
-    """
-    if _scan is not None:
-        fields = _scan(line)
-        if fields is not None:
-            entry = Entry()
-            (
-                entry.msg_id, entry.req_id, entry.model, entry.timestamp, entry.sidechain,
-                entry.cost_usd, entry.cwd, entry.input, entry.output, entry.cache_read,
-                entry.cache_5m, entry.cache_1h, entry.has_speed, entry.fast,
-            ) = fields  # fmt: skip
-            return [entry]
-    return parse_by_rules(line)
+def scan(line: bytes) -> Usage | None:
+    """An ordinary response line's usage record, read by the C fast path; None for anything
+    it declines (the rules decide those: parse_by_rules), and always without the C part."""
+    return None if _scan is None else _scan(line)
 
 
 def parse_by_rules(line: bytes) -> list[Entry]:

@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import sqlite3
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,8 +114,8 @@ class StateInUse(RuntimeError):
 class MessageFilter:
     """The message hashes a database created in this process may hold (a Bloom filter of
     fixed size): a message it has not seen is not stored, so the backfill of a new history
-    skips the look-up per chunk that was its main process's largest cost. A false positive
-    only costs that look-up; 2 MiB keep them rare up to about a million responses."""
+    skips the look-ups that were its main process's largest cost. A false positive only
+    costs a look-up; 2 MiB keep them rare up to about a million responses."""
 
     BITS = 1 << 24
 
@@ -127,12 +128,34 @@ class MessageFilter:
             for probe in (msg & mask, (msg >> 24) & mask):
                 bits[probe >> 3] |= 1 << (probe & 7)
 
-    def may_hold(self, msg: int) -> bool:
-        mask = self.BITS - 1
-        return all(
-            self._bits[probe >> 3] & (1 << (probe & 7))
-            for probe in (msg & mask, (msg >> 24) & mask)
-        )
+    def held(self, msgs: Iterable[int]) -> list[int]:
+        """Those of these hashes the database may hold, in order."""
+        bits, mask = self._bits, self.BITS - 1
+        return [
+            msg
+            for msg in msgs
+            if all(
+                bits[probe >> 3] & (1 << (probe & 7)) for probe in (msg & mask, (msg >> 24) & mask)
+            )
+        ]
+
+
+class FastMessageFilter(MessageFilter):
+    """The same filter, probed in C (_fastline.c): a backfill asks it about every message."""
+
+    def add_all(self, msgs: Iterable[int]) -> None:
+        bloom_add(self._bits, msgs)
+
+    def held(self, msgs: Iterable[int]) -> list[int]:
+        return bloom_held(self._bits, msgs)
+
+
+try:  # built with the package; without a compiler, the filter in Python
+    from agentwatch.sentinels.token_ledger._fastline import bloom_add, bloom_held
+except ImportError:  # pragma: no cover - tests/test_fastline.py requires it
+    new_filter: type[MessageFilter] = MessageFilter
+else:
+    new_filter = FastMessageFilter
 
 
 class Store:
@@ -162,6 +185,9 @@ class Store:
 
     def _open(self) -> None:
         path = self.path
+        # Held while a batch is written from the ledger's commit thread (Ledger.flush): every
+        # other use of the connection waits for it.
+        self.lock = threading.Lock()
         self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
@@ -181,7 +207,7 @@ class Store:
         self._labelsets_by_id: dict[int, tuple[str, str, str]] = {}
         self._new_labelsets: list[tuple[int, str, str, str]] = []
         empty = self.db.execute("SELECT 1 FROM responses LIMIT 1").fetchone() is None
-        self._stored_msgs = MessageFilter() if empty else None
+        self._stored_msgs = new_filter() if empty else None
         self.rollback()
 
     def close(self) -> None:
@@ -242,12 +268,16 @@ class Store:
         found: dict[int, list[ResponseRow]] = {}
         unique = list(set(msgs))
         if self._stored_msgs is not None:  # a history read from scratch: ask only for these
-            unique = [msg for msg in unique if self._stored_msgs.may_hold(msg)]
-        for start in range(0, len(unique), 30000):
-            part = unique[start : start + 30000]
-            marks = ",".join("?" * len(part))
-            for row in self.db.execute(f"SELECT * FROM responses WHERE msg IN ({marks})", part):
-                found.setdefault(row[0], []).append(ResponseRow(*row))
+            unique = self._stored_msgs.held(unique)
+        if not unique:
+            return found
+        with self.lock:  # rows committed from the commit thread are found once it is done
+            for start in range(0, len(unique), 30000):
+                part = unique[start : start + 30000]
+                marks = ",".join("?" * len(part))
+                query = f"SELECT * FROM responses WHERE msg IN ({marks})"
+                for row in self.db.execute(query, part):
+                    found.setdefault(row[0], []).append(ResponseRow(*row))
         return found
 
     def kept(self) -> dict[str, list[str]] | None:
@@ -282,10 +312,14 @@ class Store:
             self._new_labelsets.append((found, *key))
         return found
 
-    def save_labelsets(self) -> None:
-        """Within the open transaction: the label sets numbered since the last commit."""
-        self.db.executemany("INSERT INTO labelsets VALUES (?, ?, ?, ?)", self._new_labelsets)
-        self._new_labelsets.clear()
+    def take_labelsets(self) -> list[tuple[int, str, str, str]]:
+        """The label sets numbered since the last call, to be saved with the batch."""
+        new, self._new_labelsets = self._new_labelsets, []
+        return new
+
+    def save_labelsets(self, labelsets: list[tuple[int, str, str, str]]) -> None:
+        """Within the open transaction: label sets from take_labelsets."""
+        self.db.executemany("INSERT INTO labelsets VALUES (?, ?, ?, ?)", labelsets)
 
     def labels_of(self, labelset: int) -> tuple[str, str, str]:
         return self._labelsets_by_id[labelset]
@@ -305,6 +339,10 @@ class Store:
         self.db.execute("COMMIT")
 
     def rollback(self) -> None:
+        with self.lock:
+            self._rollback()
+
+    def _rollback(self) -> None:
         if self.db.in_transaction:
             self.db.execute("ROLLBACK")
         # Label sets inserted by the failed step are gone from the database: forget them too.
@@ -324,15 +362,27 @@ class Store:
             ),
         )
 
-    def save_responses(self, rows: Iterable[ResponseRow]) -> None:
-        """In key order: the keys are hashes, so a batch in arrival order would touch the
-        table's pages at random (a 5 GiB backfill spent most of its commits there)."""
-        batch = sorted(row.as_tuple() for row in rows)
+    @staticmethod
+    def response_batch(rows: Iterable[ResponseRow], fresh: Iterable[tuple] = ()) -> list[tuple]:
+        """`rows`, and `fresh` rows as tuples (ResponseRow's fields), in key order: the keys
+        are hashes, so a batch in arrival order would touch the table's pages at random (a
+        5 GiB backfill spent most of its commits there)."""
+        batch = [row.as_tuple() for row in rows]
+        batch.extend(fresh)
+        batch.sort()
+        return batch
+
+    def will_store(self, batch: list[tuple]) -> None:
+        """Before a batch of responses is written (and looked up again): a message filter
+        that misses one would count it twice; a rollback only costs a query."""
+        if self._stored_msgs is not None:
+            self._stored_msgs.add_all(row[0] for row in batch)
+
+    def save_responses(self, batch: list[tuple]) -> None:
+        """Within the open transaction: a response_batch told to will_store."""
         self.db.executemany(
             "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", batch
         )
-        if self._stored_msgs is not None:  # before the commit: a rollback only adds a query
-            self._stored_msgs.add_all(row[0] for row in batch)
 
     def add_counters(self, deltas: dict[CounterKey, float]) -> None:
         self.db.executemany(
@@ -351,7 +401,7 @@ class Store:
             "excluded.first_ms), t_in = t_in + excluded.t_in, t_out = t_out + excluded.t_out,"
             " t_cr = t_cr + excluded.t_cr, t_cc = t_cc + excluded.t_cc,"
             " cost = cost + excluded.cost, responses = responses + excluded.responses",
-            deltas.values(),
+            sorted(deltas.values()),  # in key order, as save_responses
         )
 
     def set_gauges(self, gauges: dict[str, float]) -> None:

@@ -127,10 +127,13 @@ def read_lines(
         position += len(data)
         if skimming:
             newline = data.find(b"\n")
-            seen = tail + (data if newline < 0 else data[:newline])
-            candidate = candidate or MARKER in seen
+            upto = len(data) if newline < 0 else newline
+            # The marker in this read's part of the line (searched in place: the line can be
+            # gigabytes), or across the previous read's end
+            across = tail + data[: min(keep, upto)]
+            candidate = candidate or has_marker(data, 0, upto) or has_marker(across, 0, len(across))
             if newline < 0:
-                tail = seen[-keep:]
+                tail = (tail + data[max(upto - keep, 0) : upto])[-keep:]
                 continue
             length = data_start + newline - line_start
             result.lines += 1
@@ -151,7 +154,7 @@ def read_lines(
                 begin = data.find(b"\n") + 1
                 joined = buf + data[:begin]
                 result.lines += 1
-                if MARKER in joined:
+                if has_marker(joined, 0, len(joined)):
                     result.candidates.append((line_start, joined[:-1]))
             result.lines += collect(data, begin, last_nl + 1, base, result.candidates)
             line_start = result.end = base + last_nl + 1
@@ -159,7 +162,8 @@ def read_lines(
         else:
             buf = buf + data if buf else data
         if len(buf) > LONG_LINE:
-            skimming, candidate, tail, buf = True, MARKER in buf, buf[-keep:], b""
+            skimming, candidate = True, has_marker(buf, 0, len(buf))
+            tail, buf = buf[-keep:], b""
     if skimming:
         result.skim = Skim(line_start, position, candidate, tail)
         result.progress = position - read_from
@@ -189,7 +193,16 @@ def collect_in_python(
     return lines
 
 
+def find_in_python(block: bytes, begin: int, stop: int) -> int:
+    """Where the marker starts in block[begin:stop], or -1: `_fastline.find`'s reference."""
+    return block.find(MARKER, begin, stop)
+
+
+def has_marker(block: bytes, begin: int, stop: int) -> bool:
+    return find(block, begin, stop) >= 0
+
+
 try:  # built with the package: the same with a SIMD search for the marker
-    from agentwatch.sentinels.token_ledger._fastline import collect
+    from agentwatch.sentinels.token_ledger._fastline import collect, find
 except ImportError:  # pragma: no cover - tests/test_fastline.py requires it
-    collect = collect_in_python
+    collect, find = collect_in_python, find_in_python
