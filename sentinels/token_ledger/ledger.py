@@ -52,12 +52,13 @@ DROPPED = 2  # `side` of a sidechain row superseded by a main copy
 TOKEN_TYPES = ("input", "output", "cache_read", "cache_creation")
 STEP_BYTES = 16 * 1024 * 1024  # one chunk of one file
 # Commit the open batch after about this many entries: a commit rewrites most pages of the
-# responses table (its keys are hashes), so fewer commits cost less; memory holds one batch.
-COMMIT_ENTRIES = 20_000
+# responses table (its keys are hashes), so fewer commits cost less; memory holds two
+# batches (one being written while the next is decided).
+COMMIT_ENTRIES = 10_000
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024  # below this a backfill is read in-process
-# Jobs queued per parse worker: enough that the workers go on while this process commits
-# (a commit of a backfill's batch takes a few dozen jobs' time); a job's result is small.
-IN_FLIGHT_PER_WORKER = 32
+# Jobs queued per parse worker: enough that the workers go on while this process decides;
+# their results are held until taken (more would hold a 5 GiB history's memory less flat).
+IN_FLIGHT_PER_WORKER = 8
 TAIL_SHARE = 0.3  # of a parallel backfill: read while its last commit but one is written
 RESIZE_EVERY = 0.25  # seconds of backfill reading between looks at the tracked files' sizes
 RESIZE_SHARE = 0.05  # ...or longer, so that looking costs at most this share of the backfill
