@@ -54,8 +54,9 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def _module(command: str) -> ModuleType:
-    return importlib.import_module(f"agentwatch.cli.{COMMANDS[command]}")
+def _module(name: str) -> ModuleType:
+    """A module of this folder, imported now."""
+    return importlib.import_module(f"agentwatch.cli.{name}")
 
 
 def command_in(argv: list[str]) -> str | None:
@@ -86,7 +87,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     modules = [COMMANDS[only]] if only else list(dict.fromkeys(COMMANDS.values()))
     for name in modules:
-        importlib.import_module(f"agentwatch.cli.{name}").add(commands)
+        _module(name).add(commands)
     return parser
 
 
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(command_in(argv)).parse_args(argv)
     command = args.command
-    module = _module(command)
+    module = _module(COMMANDS[command])
     if command in ("hook", "statusline"):  # reached via `python -m` or main(argv)
         return int(module.main(["--state-dir", str(args.state_dir)] if args.state_dir else []))
     if command not in WITH_CONFIG:

@@ -2,10 +2,7 @@
 
 from collections.abc import Callable, Iterable
 
-Fields = tuple[
-    str | None, str | None, str, float, bool, float | None, str | None,
-    int, int, int, int, int, bool, bool, int, bool, str | None,
-]  # fmt: skip
+from agentwatch.sentinels.token_ledger.records import Usage as Fields
 
 def scan(line: bytes, /) -> Fields | None: ...
 def collect(

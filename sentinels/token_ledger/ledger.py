@@ -24,7 +24,6 @@ from stat import S_ISREG
 from agentwatch.core import claude
 from agentwatch.core.log import FailureGate
 from agentwatch.core.sanitize import label_value
-from agentwatch.sentinels.token_ledger.blocks import MINUTE_MS, ms_of
 from agentwatch.sentinels.token_ledger.commit_times import CommitTimes
 from agentwatch.sentinels.token_ledger.fold import DIMENSIONS, Fold, SessionFold, top_names
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
@@ -35,7 +34,10 @@ from agentwatch.sentinels.token_ledger.reader import (
     Chunk,
     ChunkReader,
     UsageEntry,
+    add_counted,
+    add_to_bucket,
     init_worker,
+    merge_bucket,
     read_in_worker,
     totals,
 )
@@ -105,14 +107,6 @@ class TrackedFile:
     root: Path  # the projects root it was found under
     size: int = 0
     mtime: float = 0.0
-
-
-def _merge_bucket(have: list, bucket: list) -> None:
-    """Add one bucket row's sums to another's of the same minute and label set."""
-    if bucket[2] < have[2]:
-        have[2] = bucket[2]
-    for index in range(3, 9):
-        have[index] += bucket[index]
 
 
 def _wins(total: int, cost: float, speed: int, row: ResponseRow) -> bool:
@@ -647,7 +641,7 @@ class Ledger:
             if have is None:
                 buckets[(bucket[0], labelset)] = bucket
             else:
-                _merge_bucket(have, bucket)
+                merge_bucket(have, bucket)
         for entry in entries:
             if entry[14] is not None:
                 self._count_error(labels[entry[11]], entry[14], entry[12], entry[15])
@@ -741,27 +735,12 @@ class Ledger:
         sums = pending.by_labels.get(row.labels)
         if sums is None:
             sums = pending.by_labels[row.labels] = [0, 0, 0, 0, 0.0, 0, 0]
-        sums[0] += d_in
-        sums[1] += d_out
-        sums[2] += d_cr
-        sums[3] += d_cc
-        sums[4] += d_cost
-        if not priced:
-            sums[5] += d_in + d_out + d_cr + d_cc
-        sums[6] += new
+        add_counted(sums, d_in, d_out, d_cr, d_cc, d_cost, priced, new)
         pending.rows[(row.msg, row.req)] = row
         if new or d_in or d_out or d_cr or d_cc or d_cost:
             # The minute of the line that changed the count: a later, better copy adds its
             # difference to its own minute (counters only grow; see docs/ledger-rules.md).
-            ms = ms_of(ts)
-            key = (-(-ms // MINUTE_MS), row.labels)  # blocks.minute_of
-            # floats: many lines' sums can pass int64 (store.add_buckets)
-            bucket = [*key, ms, float(d_in), float(d_out), float(d_cr), float(d_cc), d_cost, new]
-            have = pending.buckets.get(key)
-            if have is None:
-                pending.buckets[key] = bucket
-            else:
-                _merge_bucket(have, bucket)
+            add_to_bucket(pending.buckets, row.labels, ts, d_in, d_out, d_cr, d_cc, d_cost, new)
 
     def _count_error(self, labels: int, kind: str, ts: float, reset_at: float | None) -> None:
         """A new response that is an API error (the responses are counted per label set)."""

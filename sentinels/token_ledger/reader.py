@@ -273,40 +273,59 @@ def settle_in_python(
     return survivors, first_ts, last_ts
 
 
+def add_counted(
+    sums: list, d_in: int, d_out: int, d_cr: int, d_cc: int, d_cost: float, priced: bool,
+    new: int,
+) -> None:  # fmt: skip
+    """What one response's copy added, into the sums of its label set (or group): [input,
+    output, cache_read, cache_creation, cost, unpriced tokens, new responses]."""
+    sums[0] += d_in
+    sums[1] += d_out
+    sums[2] += d_cr
+    sums[3] += d_cc
+    sums[4] += d_cost
+    if not priced:
+        sums[5] += d_in + d_out + d_cr + d_cc
+    sums[6] += new
+
+
+def add_to_bucket(
+    buckets: dict[tuple[int, int], list], labels: int, ts: float, d_in: int, d_out: int,
+    d_cr: int, d_cc: int, d_cost: float, new: int,
+) -> None:  # fmt: skip
+    """The same into the bucket row (store.add_buckets) of its minute and label set (or
+    group), by the time of the line that changed the count."""
+    ms = ms_of(ts)
+    key = (-(-ms // MINUTE_MS), labels)  # blocks.minute_of
+    # floats: many lines' sums can pass int64 (store.add_buckets)
+    bucket = [*key, ms, float(d_in), float(d_out), float(d_cr), float(d_cc), d_cost, new]
+    have = buckets.get(key)
+    if have is None:
+        buckets[key] = bucket
+    else:
+        merge_bucket(have, bucket)
+
+
+def merge_bucket(have: list, bucket: list) -> None:
+    """Add one bucket row's sums to another's of the same minute and label set."""
+    if bucket[2] < have[2]:
+        have[2] = bucket[2]
+    for index in range(3, 9):
+        have[index] += bucket[index]
+
+
 def totals_in_python(entries: list[UsageEntry], groups: int) -> tuple[list[list], list[list]]:
     """What these entries of one chunk count if each is a response seen for the first time
-    (most of a backfill): per group of Chunk.groups [input, output, cache_read,
-    cache_creation, cost, unpriced tokens, responses], and per (minute, group) in order of
-    first appearance the bucket row of store.add_buckets, with the group for the label set.
-    `_fastline.totals` is the same in C; this is what runs without it, and its reference."""
+    (most of a backfill): per group of Chunk.groups the sums of add_counted, and per
+    (minute, group) in order of first appearance the bucket row of add_to_bucket, with the
+    group for the label set. `_fastline.totals` is the same in C; this is what runs without
+    it, and its reference."""
     sums: list[list] = [[0, 0, 0, 0, 0.0, 0, 0] for _ in range(groups)]
     buckets: dict[tuple[int, int], list] = {}
     for entry in entries:
         t_in, t_out, t_cr, t_cc, cost, group, ts, priced = entry[6:14]
-        tokens = sums[group]
-        tokens[0] += t_in
-        tokens[1] += t_out
-        tokens[2] += t_cr
-        tokens[3] += t_cc
-        tokens[4] += cost
-        if not priced:
-            tokens[5] += t_in + t_out + t_cr + t_cc
-        tokens[6] += 1
-        ms = ms_of(ts)
-        minute = -(-ms // MINUTE_MS)  # blocks.minute_of
-        bucket = buckets.get((minute, group))
-        if bucket is None:  # floats: many lines' sums can pass int64 (store.add_buckets)
-            buckets[(minute, group)] = [minute, group, ms, float(t_in), float(t_out),
-                                        float(t_cr), float(t_cc), cost, 1]  # fmt: skip
-        else:
-            if ms < bucket[2]:
-                bucket[2] = ms
-            bucket[3] += t_in
-            bucket[4] += t_out
-            bucket[5] += t_cr
-            bucket[6] += t_cc
-            bucket[7] += cost
-            bucket[8] += 1
+        add_counted(sums[group], t_in, t_out, t_cr, t_cc, cost, priced, 1)
+        add_to_bucket(buckets, group, ts, t_in, t_out, t_cr, t_cc, cost, 1)
     return sums, list(buckets.values())
 
 

@@ -116,10 +116,6 @@ class Entry:
         self.error_text: str | None = None
 
     @property
-    def cache_creation(self) -> int:
-        return self.cache_5m + self.cache_1h
-
-    @property
     def total(self) -> int:
         return self.input + self.output + self.cache_read + self.cache_5m + self.cache_1h
 
