@@ -41,9 +41,8 @@ def has_transcripts(roots: Iterable[Path]) -> bool:
 
 @dataclass(frozen=True)
 class Transcript:
-    """One JSONL file and what its place in the tree says about it."""
+    """What a JSONL file's place in the tree says about it."""
 
-    path: Path
     slug: str  # the project folder under projects/ (see `slug`)
     session: str  # sub-agent and legacy files count under their parent session
 
@@ -89,19 +88,21 @@ def projects_roots(
     return roots
 
 
-def describe(root: Path, path: Path) -> Transcript | None:
-    """Slug and session of a transcript path under a projects root, or None if not one."""
-    if not path.name.endswith(".jsonl"):
+def describe(root: str | Path, path: str | Path) -> Transcript | None:
+    """Slug and session of a transcript path under a projects root, or None if not one.
+    On the text of the paths (both as pathlib writes them, or as a walk of the root yields
+    them): a scan describes every file, and pathlib's parsing was most of its time."""
+    path = os.fspath(path)
+    if not path.endswith(".jsonl"):
         return None
-    try:
-        parts = path.relative_to(root).parts
-    except ValueError:
+    prefix = os.path.join(os.fspath(root), "")
+    if not path.startswith(prefix):
         return None
+    parts = path[len(prefix) :].split(os.sep)
     if len(parts) == 1:  # directly in projects/: no project folder
-        return Transcript(path=path, slug="", session=parts[0][: -len(".jsonl")])
-    slug = parts[0]
+        return Transcript(slug="", session=parts[0][: -len(".jsonl")])
     session = parts[1][: -len(".jsonl")] if len(parts) == 2 else parts[1]
-    return Transcript(path=path, slug=slug, session=session)
+    return Transcript(slug=parts[0], session=session)
 
 
 def behind_symlink(root: Path, path: Path) -> bool:

@@ -320,6 +320,41 @@ def test_a_batch_failing_in_the_commit_thread_loses_nothing_and_adds_nothing(
     clean.store.close()
 
 
+def test_a_look_up_while_a_batch_is_written_takes_it_from_memory(tmp_path: Path) -> None:
+    """While the commit thread holds the database (its transaction open, the store's lock
+    held), a look-up does not wait: the committed rows come from their own connection, the
+    rows of the batch being written from that batch, newer ones replacing older."""
+    store = Store(tmp_path / "ledger.sqlite")
+    row = (11, 5, 0, 100, 0, 0.5, 10, 20, 30, 40, 0.5, 1)
+    committed = [row, (22, 5, 0, 7, 0, 0.1, 1, 2, 3, 1, 0.1, 1)]
+    store.will_store(committed)
+    store.begin()
+    store.save_responses(Store.response_batch([], committed))
+    store.commit()
+    writing = Store.response_batch([], [(11, 5, 0, 150, 1, 0.7, 10, 70, 30, 40, 0.7, 1),
+                                        (11, 9, 1, 3, 0, 0.0, 3, 0, 0, 0, 0.0, 2),
+                                        (33, 5, 0, 1, 0, 0.0, 1, 0, 0, 0, 0.0, 1)])  # fmt: skip
+    store.will_store(writing)
+    store.lock.acquire()
+    store.begin()
+    store.save_responses(writing)  # written, not yet committed
+    found: dict = {}
+    looking = threading.Thread(target=lambda: found.update(store.responses_for([11, 22], writing)))
+    looking.start()
+    looking.join(10)
+    try:
+        assert not looking.is_alive(), "the look-up waited for the commit"
+        assert sorted(r.as_tuple() for r in found[11]) == [writing[0], writing[1]]
+        assert [r.as_tuple() for r in found[22]] == [committed[1]]
+        assert set(found) == {11, 22}
+    finally:
+        store.commit()
+        store.lock.release()
+        looking.join()
+    assert [r.as_tuple() for r in store.responses_for([11, 33])[33]] == [writing[2]]
+    store.close()
+
+
 def test_workers_forked_before_the_scan_read_the_backfill(
     tmp_path: Path, root: Path, monkeypatch
 ) -> None:

@@ -170,6 +170,27 @@ def test_incremental_blocks_equal_a_full_computation(seed: int) -> None:
         ]
 
 
+def test_a_backfill_from_scratch_computes_the_blocks_once() -> None:
+    """After `recompute` the batches are not folded in one by one (no block exists until
+    the next settle), and that settle equals a full computation, in one read."""
+    db = FakeBuckets()
+    tracker = BlockTracker(db.minutes, db.labels_in)
+    tracker.recompute()
+    for hour in (30, 0, 10, 11, 2):
+        ms = T0 + hour * HOUR_MS + 7
+        minute = blocks.minute_of(ms / 1000)
+        db.put(minute, ms, 1.0)
+        tracker.add({(minute, 1): [minute, 1, ms, 1.0, 0, 0, 0, 0.0, 1]})
+    assert tracker.pending and tracker.blocks == []
+    tracker.settle(force=True)
+    assert db.reads == 2  # the start's and the settle's
+    expected = blocks.build(db.minutes(None))
+    assert [(b.start_ms, b.tokens) for b in tracker.blocks] == [
+        (b.start_ms, b.tokens) for b in expected
+    ]
+    assert len(expected) == 3
+
+
 def test_blocks_after_the_last_need_no_database_read() -> None:
     """Live use only appends: no read after the start."""
     db = FakeBuckets()

@@ -89,6 +89,12 @@ class BlockTracker:
         self._active: tuple[int, int, int, dict[int, float]] | None = None
 
     # ---- updating
+    def recompute(self) -> None:
+        """Leave every block to the next `settle`: a backfill from scratch reads files in no
+        time order, so folding each of its batches in would be work thrown away."""
+        self._keep = 0
+        self._active = None
+
     def add(self, deltas: BucketDeltas) -> None:
         """Committed bucket changes: fold them into the blocks they fall in."""
         if self._keep == 0:

@@ -248,7 +248,7 @@ class Ledger:
                     continue
                 tracked = self.files.get(key)
                 if tracked is None:
-                    transcript = claude.describe(root, Path(key))
+                    transcript = claude.describe(root, key)
                     if transcript is None:
                         continue
                     tracked = TrackedFile(transcript, root)
@@ -619,7 +619,7 @@ class Ledger:
             or not pending.known.keys().isdisjoint(unique)
         ):
             return False
-        stored = store.responses_for(unique)
+        stored = store.responses_for(unique, self._writing())
         if stored:  # looked up once: _decide_each takes them from `known`
             for msg in unique:
                 pending.known[msg] = stored.get(msg, [])
@@ -649,6 +649,11 @@ class Ledger:
         pending.fresh.update(zip(msgs, rows, strict=True))
         return True
 
+    def _writing(self) -> list[tuple] | None:
+        """The responses of the batch being written from the commit thread, if one is."""
+        batch = self._committing
+        return batch.responses if batch is not None and batch.thread is not None else None
+
     def _decide_each(self, chunk: Chunk, session: str) -> None:
         """Decide every entry of a chunk against what is counted already."""
         pending = self._pending
@@ -660,7 +665,7 @@ class Ledger:
             pending.rows[(row.msg, row.req)] = row
         unknown = [msg for msg in msgs if msg not in known]
         if unknown:
-            found = self.store.responses_for(unknown)
+            found = self.store.responses_for(unknown, self._writing())
             for msg in unknown:
                 known[msg] = found.get(msg, [])
         groups = chunk.groups

@@ -347,8 +347,11 @@ class TokenLedger:
                 and claude.has_transcripts(ledger.roots)
             ):
                 # A cold backfill (nothing read yet): the workers are forked before the
-                # scan, so that they do not each hold a copy of its table of files.
+                # scan, so that they do not each hold a copy of its table of files, and the
+                # blocks are computed once it is done (or published), not per batch.
                 ledger.start_workers(self.workers)
+                assert self.windows is not None
+                self.windows.blocks.recompute()
             ledger.scan()
             if self.progress is None:  # a retry after a full disk goes on with the same one
                 self.progress = _Progress(ledger, self.progress_every)

@@ -14,7 +14,7 @@ from hashlib import blake2b
 from stat import S_ISREG
 
 from agentwatch.core import claude
-from agentwatch.core.process import die_with_parent
+from agentwatch.core.process import die_with_parent, reuse_freed_blocks
 from agentwatch.core.sanitize import label_value
 from agentwatch.sentinels.token_ledger import records
 from agentwatch.sentinels.token_ledger.blocks import MINUTE_MS, ms_of
@@ -31,6 +31,7 @@ log = logging.getLogger("agentwatch.token-ledger")
 
 SIDECHAIN = 1  # req key of a lone sidechain copy (deduped by message id alone)
 BY_LOCATION = 2  # req key of an entry without message id (keyed by file, offset, content)
+READ_BLOCKS = 16 * 1024 * 1024  # a worker's reads and lines below this reuse freed memory
 _PROJECT_CACHE = 10_000  # label values remembered per process (bounded: names are open-ended)
 
 # One usage entry, ready to be decided. Its first ROW_FIELDS fields are the responses row of
@@ -357,6 +358,7 @@ def init_worker(pricing_file: object, overrides: dict[str, dict[str, float]], pa
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the sentinel's graceful handlers
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the sentinel, which stops us
     die_with_parent(signal.SIGKILL, parent)
+    reuse_freed_blocks(READ_BLOCKS)
     _worker_reader = ChunkReader(PriceBook.load(pricing_file, overrides))  # type: ignore[arg-type]
 
 

@@ -7,6 +7,7 @@ nothing is counted twice and nothing is lost (the dropped step is simply read ag
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import fcntl
 import json
@@ -107,6 +108,15 @@ def _path_of(stored: str | bytes) -> str:
 CounterKey = tuple[str, tuple[str, ...]]  # (metric name, label values in declared order)
 
 
+def _rows_of(batch: list[tuple], msgs: list[int]) -> Iterator[tuple]:
+    """The rows of a response_batch (sorted by key) whose message is one of these."""
+    for msg in msgs:
+        at = bisect.bisect_left(batch, (msg,))
+        while at < len(batch) and batch[at][0] == msg:
+            yield batch[at]
+            at += 1
+
+
 class StateInUse(RuntimeError):
     """Another ledger process owns this state folder."""
 
@@ -188,6 +198,7 @@ class Store:
         # Held while a batch is written from the ledger's commit thread (Ledger.flush): every
         # other use of the connection waits for it.
         self.lock = threading.Lock()
+        self._reads: sqlite3.Connection | None = None
         self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
@@ -213,6 +224,8 @@ class Store:
     def close(self) -> None:
         if self._lock < 0:
             return
+        if self._reads is not None:
+            self._reads.close()
         self.db.close()
         os.close(self._lock)  # releases the lock
         self._lock = -1
@@ -263,22 +276,51 @@ class Store:
         row = self.db.execute("SELECT total(cost) FROM buckets WHERE minute > ?", (after,))
         return float(row.fetchone()[0])
 
-    def responses_for(self, msgs: Iterable[int]) -> dict[int, list[ResponseRow]]:
-        """Every stored row sharing one of these message hashes (one query per 30k ids)."""
-        found: dict[int, list[ResponseRow]] = {}
+    def responses_for(
+        self, msgs: Iterable[int], writing: list[tuple] | None = None
+    ) -> dict[int, list[ResponseRow]]:
+        """Every stored row sharing one of these message hashes (one query per 30k ids).
+
+        `writing`: the response_batch being written from the commit thread, if one is. Its
+        rows are taken from it, and the rest from the last committed state through a
+        connection of its own (WAL readers do not wait for the writer), so a look-up never
+        waits for a commit."""
         unique = list(set(msgs))
         if self._stored_msgs is not None:  # a history read from scratch: ask only for these
             unique = self._stored_msgs.held(unique)
         if not unique:
-            return found
-        with self.lock:  # rows committed from the commit thread are found once it is done
-            for start in range(0, len(unique), 30000):
-                part = unique[start : start + 30000]
-                marks = ",".join("?" * len(part))
-                query = f"SELECT * FROM responses WHERE msg IN ({marks})"
-                for row in self.db.execute(query, part):
-                    found.setdefault(row[0], []).append(ResponseRow(*row))
+            return {}
+        if writing is None:
+            with self.lock:  # a batch written meanwhile is found once it is done
+                stored = self._select_responses(self.db, unique)
+        else:
+            stored = self._select_responses(self._reader(), unique)
+            for row in _rows_of(writing, unique):  # newer than the committed state
+                stored[(row[0], row[1])] = row
+        found: dict[int, list[ResponseRow]] = {}
+        for row in stored.values():
+            found.setdefault(row[0], []).append(ResponseRow(*row))
         return found
+
+    @staticmethod
+    def _select_responses(db: sqlite3.Connection, msgs: list[int]) -> dict[tuple, tuple]:
+        stored: dict[tuple, tuple] = {}
+        for start in range(0, len(msgs), 30000):
+            part = msgs[start : start + 30000]
+            marks = ",".join("?" * len(part))
+            query = f"SELECT * FROM responses WHERE msg IN ({marks})"
+            for row in db.execute(query, part).fetchall():
+                stored[(row[0], row[1])] = row
+        return stored
+
+    def _reader(self) -> sqlite3.Connection:
+        """A read-only connection for look-ups while the commit thread writes."""
+        if self._reads is None:
+            self._reads = sqlite3.connect(
+                str(self.path), isolation_level=None, check_same_thread=False
+            )
+            self._reads.execute("PRAGMA query_only=1")
+        return self._reads
 
     def kept(self) -> dict[str, list[str]] | None:
         """Names with series of their own per dimension; None before the fold existed."""
