@@ -1,6 +1,6 @@
 """The C fast path agrees with the rules in Python: `_fastline.scan` answers only for lines
 `records.parse_by_rules` accepts, with exactly its fields, and declines everything else;
-`collect` and `find` find what `tailer`'s Python finds, `settle` and `totals` give what
+`collect` and `find` find what `tailer`'s Python finds, `settle`, `totals` and `key_hash` give what
 `reader`'s Python references give, and the C message filter sets the same bits.
 
 Run over every edge corpus of the conformance suite (each line ccusage was checked on), a
@@ -19,7 +19,14 @@ from hypothesis import strategies as st
 
 from agentwatch.demo import corpus as demo_corpus
 from agentwatch.sentinels.token_ledger import reader, records, store, tailer
-from agentwatch.sentinels.token_ledger._fastline import collect, find, scan, settle, totals
+from agentwatch.sentinels.token_ledger._fastline import (
+    collect,
+    find,
+    key_hash,
+    scan,
+    settle,
+    totals,
+)
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from tests.conformance import corpus as edge
 from tests.transcripts import assistant, encode
@@ -177,6 +184,22 @@ def test_random_mutations_agree(data: st.DataObject) -> None:
         cut = data.draw(st.integers(0, 3))
         line[at : at + cut] = data.draw(_PIECES)
     assert _disagreement(bytes(line)) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "msg_01AAA", "r\0req_011CVx", "t\x001764567890123", "x" * 127, "x" * 128, "x" * 129,
+     "y" * 256, "é" * 64, "\ud800 lone surrogate", "\U0001f600" * 40],
+)  # fmt: skip
+def test_key_hash_in_c_equals_the_python_reference(text: str) -> None:
+    """Block edges (128 bytes), non-ASCII and a lone surrogate (surrogatepass) included."""
+    assert key_hash(text) == reader.key_hash_in_python(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=400))
+def test_key_hash_agrees_on_any_text(text: str) -> None:
+    assert key_hash(text) == reader.key_hash_in_python(text)
 
 
 def test_collect_finds_what_the_python_reference_finds() -> None:

@@ -44,8 +44,10 @@ UsageEntry = tuple[int, int, int, int, int, float, int, int, int, int, float, in
 ROW_FIELDS = 11
 
 
-def key_hash(text: str) -> int:
-    """A stable signed 64-bit hash (SQLite integers), the same in every process."""
+def key_hash_in_python(text: str) -> int:
+    """A stable signed 64-bit hash (SQLite integers), the same in every process: BLAKE2b
+    with an 8-byte digest. `_fastline.key_hash` is the same in C; this is what runs without
+    it, and its reference."""
     digest = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
@@ -341,10 +343,10 @@ def totals(entries: list[UsageEntry], groups: int) -> tuple[list[list], list[lis
 
 fast_totals: Callable[[list, int], tuple[list[list], list[list]] | None] | None
 try:  # built with the package
-    from agentwatch.sentinels.token_ledger._fastline import settle
+    from agentwatch.sentinels.token_ledger._fastline import key_hash, settle
     from agentwatch.sentinels.token_ledger._fastline import totals as fast_totals
 except ImportError:  # pragma: no cover - tests/test_fastline.py requires it
-    settle, fast_totals = settle_in_python, None
+    settle, fast_totals, key_hash = settle_in_python, None, key_hash_in_python
 
 
 # ---- worker-process side of a parallel backfill
