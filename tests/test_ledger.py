@@ -327,14 +327,14 @@ def test_a_look_up_while_a_batch_is_written_takes_it_from_memory(tmp_path: Path)
     store = Store(tmp_path / "ledger.sqlite")
     row = (11, 5, 0, 100, 0, 0.5, 10, 20, 30, 40, 0.5, 1)
     committed = [row, (22, 5, 0, 7, 0, 0.1, 1, 2, 3, 1, 0.1, 1)]
-    store.will_store(committed)
+    store.will_store(row[0] for row in committed)
     store.begin()
     store.save_responses(Store.response_batch([], committed))
     store.commit()
     writing = Store.response_batch([], [(11, 5, 0, 150, 1, 0.7, 10, 70, 30, 40, 0.7, 1),
                                         (11, 9, 1, 3, 0, 0.0, 3, 0, 0, 0, 0.0, 2),
                                         (33, 5, 0, 1, 0, 0.0, 1, 0, 0, 0, 0.0, 1)])  # fmt: skip
-    store.will_store(writing)
+    store.will_store(row[0] for row in writing)
     store.lock.acquire()
     store.begin()
     store.save_responses(writing)  # written, not yet committed

@@ -14,9 +14,10 @@ import os
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Collection, Generator, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from itertools import chain
 from multiprocessing import get_context
 from pathlib import Path
 from stat import S_ISREG
@@ -170,7 +171,6 @@ class Ledger:
     roots: list[Path]
     session_ttl: float = 7200.0
     clock: Callable[[], float] = time.time
-    pricing_source: tuple[object, dict] = (None, {})  # what workers need to rebuild prices
     counters: dict[CounterKey, float] = field(default_factory=dict)
     sessions: dict[str, list] = field(default_factory=dict)
     gauges: dict[str, float] = field(default_factory=dict)
@@ -420,10 +420,9 @@ class Ledger:
                 queue.append(key)
                 queued.add(key)
             if time.monotonic() >= resize_at:
-                for grown in reversed(self.refresh_sizes()):
-                    if grown not in queued:
-                        queue.appendleft(grown)
-                        queued.add(grown)
+                for grown in reversed(self.refresh_sizes(queued)):
+                    queue.appendleft(grown)
+                    queued.add(grown)
                 resize_at = self._next_resize()
 
     def _next_resize(self) -> float:
@@ -431,17 +430,21 @@ class Ledger:
         more than RESIZE_SHARE of that (tens of thousands of files)."""
         return time.monotonic() + max(RESIZE_EVERY, self._resize_seconds / RESIZE_SHARE)
 
-    def refresh_sizes(self) -> list[str]:
-        """Stat every tracked file (no walk: cheap); the ones that grew, newest first."""
+    def refresh_sizes(self, waiting: Collection[str] = ()) -> list[str]:
+        """Stat every tracked file (no walk: cheap); the ones that grew, newest first. Files
+        `waiting` for their turn are read to their end anyway: not looked at (early in a
+        backfill that is nearly all of them)."""
         started = time.monotonic()
         try:
-            return self._refresh_sizes()
+            return self._refresh_sizes(waiting)
         finally:
             self._resize_seconds = time.monotonic() - started
 
-    def _refresh_sizes(self) -> list[str]:
+    def _refresh_sizes(self, waiting: Collection[str]) -> list[str]:
         grown: list[tuple[float, str]] = []
         for key, tracked in self.files.items():
+            if key in waiting:
+                continue
             try:
                 info = os.stat(key, follow_symlinks=False)
             except OSError:
@@ -467,10 +470,9 @@ class Ledger:
 
     def _new_pool(self, workers: int) -> ProcessPoolExecutor:
         context = get_context("fork")  # the caller has no threads yet (see main.run)
-        pricing_file, overrides = self.pricing_source
         return ProcessPoolExecutor(
             workers, mp_context=context, initializer=init_worker,
-            initargs=(pricing_file, overrides, os.getpid()),
+            initargs=(self.prices, os.getpid()),
         )  # fmt: skip
 
     def _read_parallel(self, keys: list[str], workers: int) -> Generator[int]:
@@ -492,8 +494,7 @@ class Ledger:
             in_flight: set[str] = set()  # one job per file at a time: positions move in order
             while todo or running:
                 if time.monotonic() >= resize_at:  # a file that grew goes first (see read_all)
-                    waiting = set(todo) | in_flight
-                    todo[:0] = [key for key in self.refresh_sizes() if key not in waiting]
+                    todo[:0] = self.refresh_sizes(set(todo) | in_flight)
                     resize_at = self._next_resize()
                 while todo and len(running) < IN_FLIGHT_PER_WORKER * workers:
                     jobs = self._next_jobs(todo)
@@ -804,7 +805,7 @@ class Ledger:
             delta[1], delta[2] = first_ts, last_ts
         store = self.store
         rows = store.response_batch(pending.rows.values(), pending.fresh.values())
-        store.will_store(rows)
+        store.will_store(chain(pending.fresh, [row.msg for row in pending.rows.values()]))
         batch = _Commit(
             pending, self.fold.plan(_names(counters)), session_deltas, store.take_labelsets(),
             rows,

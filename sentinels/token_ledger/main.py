@@ -211,13 +211,11 @@ def roots_of(config: Config) -> list[Path]:
 
 def build(config: Config, state_dir: Path) -> Ledger:
     settings = config.sentinel("token-ledger")
-    source = (settings["pricing_file"], settings["prices"])
     return Ledger(
         store=Store(state_dir / DATABASE_FILE),
-        prices=PriceBook.load(*source),
+        prices=PriceBook.load(settings["pricing_file"], settings["prices"]),
         roots=roots_of(config),
         session_ttl=settings["session_ttl"],
-        pricing_source=source,
         max_projects=settings["max_projects"],
         max_models=settings["max_models"],
         max_sessions=settings["max_sessions"],

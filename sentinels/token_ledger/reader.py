@@ -353,15 +353,15 @@ except ImportError:  # pragma: no cover - tests/test_fastline.py requires it
 _worker_reader: ChunkReader | None = None
 
 
-def init_worker(pricing_file: object, overrides: dict[str, dict[str, float]], parent: int) -> None:
+def init_worker(prices: PriceBook, parent: int) -> None:
     """Runs once in each worker: die with the sentinel (a killed sentinel must not leave
-    workers holding its files), and build the price book here (it is not picklable)."""
+    workers holding its files). The price book is the sentinel's own, forked with it."""
     global _worker_reader
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the sentinel's graceful handlers
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the sentinel, which stops us
     die_with_parent(signal.SIGKILL, parent)
     reuse_freed_blocks(READ_BLOCKS)
-    _worker_reader = ChunkReader(PriceBook.load(pricing_file, overrides))  # type: ignore[arg-type]
+    _worker_reader = ChunkReader(prices)
 
 
 def read_in_worker(jobs: list[tuple[str, str, Position | None, int, Skim | None]]) -> list[Chunk]:
