@@ -5,7 +5,9 @@ else, and `--help` on them, goes to cli/main.py."""
 
 from __future__ import annotations
 
+import gc
 import sys
+from typing import NoReturn
 
 FAST = ("hook", "statusline")
 
@@ -25,5 +27,17 @@ def main(argv: list[str] | None = None) -> int:
     return full(args)
 
 
+def run() -> NoReturn:
+    """The console script: the command, then the exit without the interpreter's last full
+    garbage collection (everything still alive is frozen out of it): nothing is left that
+    needs collecting, and walking every object took 40 of the 55 ms a one-second backfill
+    spent exiting."""
+    try:
+        code = main()
+    finally:  # also after argparse's exits (--help, --version, a usage error)
+        gc.freeze()
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

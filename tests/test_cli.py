@@ -69,6 +69,25 @@ def test_a_command_imports_only_its_own_module() -> None:
         assert f"agentwatch.cli.{other}'" not in out
 
 
+@pytest.mark.parametrize("entry", ["console script", "python -m"])
+def test_the_command_exits_without_a_last_full_collection(entry: str) -> None:
+    """Everything alive when a command is done is frozen out of the interpreter's last
+    garbage collection (cli/entry.py `run`): after the command, nothing is in the collected
+    generations. The console script and `python -m agentwatch.cli` both end that way."""
+    report = (
+        "import atexit, gc, sys; sys.argv[1:] = ['--version']; "
+        "atexit.register(lambda: print(gc.get_freeze_count(), gc.get_count()[2]))"
+    )
+    if entry == "console script":
+        probe = f"{report}; from agentwatch.cli.entry import run; run()"
+    else:
+        probe = f"{report}; import runpy; runpy.run_module('agentwatch.cli', run_name='__main__')"
+    result = subprocess.run([CLI[0], "-c", probe], capture_output=True, text=True, check=False)
+    assert result.returncode == 0 and result.stdout.startswith("agentwatch "), result.stderr
+    frozen, oldest = map(int, result.stdout.splitlines()[-1].split())
+    assert frozen > 10_000 and oldest == 0
+
+
 def test_version() -> None:
     result = run_cli("--version")
     assert result.returncode == 0 and result.stdout.startswith("agentwatch ")
