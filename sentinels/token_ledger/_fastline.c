@@ -776,13 +776,12 @@ static int entry_int(PyObject *entry, Py_ssize_t at, long long *out) {
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
-/* list[at] += value, for a float item (as Python adds a float and an int) */
-static int add_float(PyObject *list, Py_ssize_t at, double value) {
-    PyObject *sum = PyFloat_FromDouble(PyFloat_AS_DOUBLE(PyList_GET_ITEM(list, at)) + value);
-    if (sum == NULL) return -1;
-    PyList_SetItem(list, at, sum);
-    return 0;
-}
+/* One (minute, group) bucket of a chunk, summed in C: the Python lists are made once per
+ * bucket at the end, not updated per entry (each update made five new floats). */
+typedef struct {
+    long long minute, group, first_ms, responses;
+    double tokens[4], cost; /* added in the entries' order, as the Python adds them */
+} bucket_sums;
 
 PyDoc_STRVAR(totals_doc,
 "totals(entries: list[UsageEntry], groups: int) -> tuple[list[list], list[list]] | None\n\n"
@@ -795,16 +794,23 @@ static PyObject *totals(PyObject *self, PyObject *args) {
     Py_ssize_t groups;
     if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &entries, &groups)) return NULL;
     if (groups < 0) Py_RETURN_NONE;
+    Py_ssize_t n = PyList_GET_SIZE(entries);
     /* per group: input, output, cache_read, cache_creation, unpriced, responses (int64) and
      * cost (a double, added in the entries' order as the Python adds it) */
     long long *ints = PyMem_Calloc((size_t)groups * 6 + 1, sizeof(long long));
     double *costs = PyMem_Calloc((size_t)groups + 1, sizeof(double));
-    PyObject *index = PyDict_New(), *buckets = PyList_New(0), *result = NULL;
-    if (ints == NULL || costs == NULL || index == NULL || buckets == NULL) {
+    /* the buckets in order of first appearance, found through an open-addressing table */
+    size_t slots = 16;
+    while (slots < (size_t)n * 2) slots <<= 1;
+    Py_ssize_t *table = PyMem_Malloc(slots * sizeof(Py_ssize_t));
+    bucket_sums *found = PyMem_Malloc(((size_t)n + 1) * sizeof(bucket_sums));
+    Py_ssize_t made = 0;
+    PyObject *result = NULL;
+    if (ints == NULL || costs == NULL || table == NULL || found == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    Py_ssize_t n = PyList_GET_SIZE(entries);
+    memset(table, 0xff, slots * sizeof(Py_ssize_t)); /* -1: empty */
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *entry = PyList_GET_ITEM(entries, i);
         if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) < 14) goto odd;
@@ -828,55 +834,76 @@ static PyObject *totals(PyObject *self, PyObject *args) {
         /* blocks.ms_of and minute_of: rounded milliseconds, minute m = ((m-1)*60, m*60] s */
         long long ms = ts >= 0 ? (long long)(ts * 1000 + 0.5) : -(long long)(-ts * 1000 + 0.5);
         long long minute = ms > 0 ? (ms + 59999) / 60000 : -((-ms) / 60000);
-        PyObject *key = Py_BuildValue("(LL)", minute, group);
-        if (key == NULL) goto done;
-        PyObject *at = PyDict_GetItemWithError(index, key);
-        if (at == NULL && PyErr_Occurred()) {
-            Py_DECREF(key);
-            goto done;
-        }
-        if (at == NULL) {
-            PyObject *bucket = Py_BuildValue("[LLLdddddL]", minute, group, ms, (double)tok[0],
-                                             (double)tok[1], (double)tok[2], (double)tok[3],
-                                             cost, (long long)1);
-            PyObject *position = PyLong_FromSsize_t(PyList_GET_SIZE(buckets));
-            int failed = bucket == NULL || position == NULL ||
-                         PyList_Append(buckets, bucket) < 0 ||
-                         PyDict_SetItem(index, key, position) < 0;
-            Py_XDECREF(bucket);
-            Py_XDECREF(position);
-            Py_DECREF(key);
-            if (failed) goto done;
+        uint64_t hash = ((uint64_t)minute * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)group;
+        size_t slot = (size_t)(hash ^ (hash >> 29)) & (slots - 1);
+        while (table[slot] >= 0 &&
+               (found[table[slot]].minute != minute || found[table[slot]].group != group))
+            slot = (slot + 1) & (slots - 1);
+        if (table[slot] < 0) {
+            bucket_sums *bucket = &found[made];
+            bucket->minute = minute;
+            bucket->group = group;
+            bucket->first_ms = ms;
+            bucket->responses = 1;
+            for (int k = 0; k < 4; k++) bucket->tokens[k] = (double)tok[k];
+            bucket->cost = cost;
+            table[slot] = made++;
             continue;
         }
-        Py_DECREF(key);
-        PyObject *bucket = PyList_GET_ITEM(buckets, PyLong_AsSsize_t(at));
-        if (ms < PyLong_AsLongLong(PyList_GET_ITEM(bucket, 2))) {
-            PyObject *first = PyLong_FromLongLong(ms);
-            if (first == NULL) goto done;
-            PyList_SetItem(bucket, 2, first);
-        }
-        for (int k = 0; k < 4; k++)
-            if (add_float(bucket, 3 + k, (double)tok[k]) < 0) goto done;
-        if (add_float(bucket, 7, cost) < 0) goto done;
-        PyObject *count = PyLong_FromLongLong(PyLong_AsLongLong(PyList_GET_ITEM(bucket, 8)) + 1);
-        if (count == NULL) goto done;
-        PyList_SetItem(bucket, 8, count);
+        bucket_sums *bucket = &found[table[slot]];
+        if (ms < bucket->first_ms) bucket->first_ms = ms;
+        for (int k = 0; k < 4; k++) bucket->tokens[k] += (double)tok[k];
+        bucket->cost += cost;
+        bucket->responses += 1;
     }
     {
-        PyObject *sums = PyList_New(groups);
-        if (sums == NULL) goto done;
+        PyObject *sums = PyList_New(groups), *buckets = PyList_New(made);
+        if (sums == NULL || buckets == NULL) {
+            Py_XDECREF(sums);
+            Py_XDECREF(buckets);
+            goto done;
+        }
         for (Py_ssize_t g = 0; g < groups; g++) {
             long long *sum = ints + g * 6;
             PyObject *row = Py_BuildValue("[LLLLdLL]", sum[0], sum[1], sum[2], sum[3], costs[g],
                                           sum[4], sum[5]);
             if (row == NULL) {
                 Py_DECREF(sums);
+                Py_DECREF(buckets);
                 goto done;
             }
             PyList_SET_ITEM(sums, g, row);
         }
-        result = Py_BuildValue("(NO)", sums, buckets);
+        for (Py_ssize_t b = 0; b < made; b++) {
+            bucket_sums *bucket = &found[b];
+            PyObject *row = PyList_New(9);
+            if (row == NULL) {
+                Py_DECREF(sums);
+                Py_DECREF(buckets);
+                goto done;
+            }
+            PyList_SET_ITEM(buckets, b, row);
+            PyObject *items[9] = {
+                PyLong_FromLongLong(bucket->minute), PyLong_FromLongLong(bucket->group),
+                PyLong_FromLongLong(bucket->first_ms), PyFloat_FromDouble(bucket->tokens[0]),
+                PyFloat_FromDouble(bucket->tokens[1]), PyFloat_FromDouble(bucket->tokens[2]),
+                PyFloat_FromDouble(bucket->tokens[3]), PyFloat_FromDouble(bucket->cost),
+                PyLong_FromLongLong(bucket->responses),
+            };
+            int failed = 0;
+            for (int k = 0; k < 9; k++) {
+                if (items[k] == NULL) failed = 1;
+                PyList_SET_ITEM(row, k, items[k] != NULL ? items[k] : Py_NewRef(Py_None));
+            }
+            if (failed) {
+                Py_DECREF(sums);
+                Py_DECREF(buckets);
+                goto done;
+            }
+        }
+        result = PyTuple_Pack(2, sums, buckets);
+        Py_DECREF(sums);
+        Py_DECREF(buckets);
     }
     goto done;
 odd:
@@ -886,8 +913,8 @@ odd:
 done:
     PyMem_Free(ints);
     PyMem_Free(costs);
-    Py_XDECREF(index);
-    Py_XDECREF(buckets);
+    PyMem_Free(table);
+    PyMem_Free(found);
     return result;
 }
 
