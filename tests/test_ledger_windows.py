@@ -191,6 +191,41 @@ def test_a_backfill_from_scratch_computes_the_blocks_once() -> None:
     assert len(expected) == 3
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_the_stores_hour_rows_build_the_blocks_its_minutes_build(tmp_path: Path, seed: int) -> None:
+    """Store.minutes sums each hour in SQLite: the blocks built from its rows equal those
+    built from every minute, on entries at, just before and just after hour and block
+    edges, before 1970 too, and from any minute on."""
+    rng = random.Random(seed)
+    base = rng.choice([T0, -40 * HOUR_MS])  # minutes below zero round to their hour too
+    store = Store(tmp_path / "ledger.sqlite")
+    rows: dict[tuple[int, int], list] = {}
+    for _ in range(300):
+        edge = rng.choice([0, 1, -1, 0])
+        ms = base + edge + rng.choice([rng.randint(0, 60 * HOUR_MS), rng.randint(0, 60) * HOUR_MS,
+                                       rng.randint(0, 12) * BLOCK_MS])  # fmt: skip
+        minute, labels = blocks.minute_of(ms / 1000), rng.randint(1, 3)
+        row = rows.setdefault((minute, labels), [minute, labels, ms, 0.0, 0.0, 0.0, 0.0, 0.0, 0])
+        row[2] = min(row[2], ms)
+        row[3] += rng.randint(1, 1000)
+    store.begin()
+    store.add_buckets(rows)
+    store.commit()
+    by_minute: dict[int, list] = {}
+    for minute, _labels, first_ms, tokens, *_ in rows.values():
+        have = by_minute.setdefault(minute, [first_ms, 0.0])
+        have[0] = min(have[0], first_ms)
+        have[1] += tokens
+    minutes = [(m, first, tokens) for m, (first, tokens) in sorted(by_minute.items())]
+    assert len(list(store.minutes())) < len(minutes)
+    expected = [(b.start_ms, b.tokens) for b in blocks.build(minutes)]
+    assert [(b.start_ms, b.tokens) for b in blocks.build(store.minutes())] == expected
+    after = blocks.build(minutes)[len(expected) // 2].end_ms // MINUTE_MS
+    later = [(b.start_ms, b.tokens) for b in blocks.build([m for m in minutes if m[0] > after])]
+    assert [(b.start_ms, b.tokens) for b in blocks.build(store.minutes(after))] == later
+    store.close()
+
+
 def test_blocks_after_the_last_need_no_database_read() -> None:
     """Live use only appends: no read after the start."""
     db = FakeBuckets()

@@ -254,12 +254,20 @@ class Store:
         return {row[0]: row[1:] for row in rows}
 
     def minutes(self, after: int | None = None) -> Iterator[tuple[int, int, float]]:
-        """(minute, first_ms, tokens of every type) per minute, in order; after a minute.
-        A cursor, not a list: years of history are read once at the start."""
+        """(minute, first_ms, tokens of every type) in order, after a minute, for the blocks
+        (blocks.build): one row per hour with entries, as its last minute. A block's edges
+        are whole hours and a minute is closed at its end, so an hour's minutes never fall
+        in two blocks, and its first entry is its first minute's: SQLite sums the hour, and
+        ~30 times fewer rows come back (the last settle of a 1 GiB backfill read 23,267
+        minutes, now 682 hours). A cursor, not a list: years of history are read once at
+        the start."""
         where = "" if after is None else "WHERE minute > ?"
         return self.db.execute(
-            "SELECT minute, min(first_ms), total(t_in + t_out + t_cr + t_cc) FROM buckets "
-            f"{where} GROUP BY minute ORDER BY minute",
+            # the hour's last minute, 60 * ceil(minute / 60): SQLite's division truncates,
+            # which rounds up below zero
+            "SELECT 60 * CASE WHEN minute > 0 THEN (minute + 59) / 60 ELSE minute / 60 END"
+            " AS hour, min(first_ms), total(t_in + t_out + t_cr + t_cc) FROM buckets "
+            f"{where} GROUP BY hour ORDER BY hour",
             () if after is None else (after,),
         )
 
