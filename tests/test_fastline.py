@@ -1,6 +1,6 @@
 """The C fast path agrees with the rules in Python: `_fastline.scan` answers only for lines
 `records.parse_by_rules` accepts, with exactly its fields, and declines everything else;
-`collect` and `find` find what `tailer`'s Python finds, `settle`, `totals` and `key_hash` give what
+`collect` and `find` find what `tailer`'s Python finds, `settle`, `absorb` and `key_hash` give what
 `reader`'s Python references give, and the C message filter sets the same bits.
 
 Run over every edge corpus of the conformance suite (each line ccusage was checked on), a
@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 from agentwatch.demo import corpus as demo_corpus
 from agentwatch.sentinels.token_ledger import reader, records, store, tailer
 from agentwatch.sentinels.token_ledger._fastline import (
+    absorb,
     collect,
     find,
     key_hash,
     scan,
     settle,
-    totals,
 )
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from tests.conformance import corpus as edge
@@ -73,7 +73,7 @@ def test_the_fast_path_is_built() -> None:
     """Without it the ledger is correct but slow; CI must never run without it."""
     assert records._scan is scan
     assert tailer.collect is collect and tailer.find is find
-    assert reader.settle is settle and reader.fast_totals is totals
+    assert reader.settle is settle and reader.fast_absorb is absorb
 
 
 def test_every_edge_corpus_line_agrees(edge_lines: list[bytes]) -> None:
@@ -266,27 +266,48 @@ def _chunk_entries(root: Path) -> list[reader.Chunk]:
     return [chunk_reader.read(str(path), "slug", None, 1 << 30) for path in root.rglob("*.jsonl")]
 
 
-def test_totals_in_c_equal_the_python_reference(tmp_path: Path) -> None:
+def _absorbed(absorb, chunks: list, unpriced_every: int = 0) -> tuple[dict, dict, dict]:
+    """Every chunk absorbed into one batch in two halves, as the ledger absorbs two slices of
+    a file (one half's sums and buckets merge into the other's); label sets numbered per
+    (project, model) across chunks, so other files' chunks merge too."""
+    by_labels: dict = {}
+    buckets: dict = {}
+    fresh: dict = {}
+    numbers: dict = {}
+    for chunk in chunks:
+        entries = chunk.entries
+        if unpriced_every:
+            entries = [(*e[:13], i % unpriced_every == 1, *e[14:]) for i, e in enumerate(entries)]
+        labels = [numbers.setdefault(group, len(numbers) + 1) for group in chunk.groups]
+        half = len(entries) // 2
+        for part in (entries[half:], entries[:half]):  # the earlier half last: first_ms moves
+            assert absorb(part, labels, by_labels, buckets, fresh) is True
+    return by_labels, buckets, fresh
+
+
+def test_absorb_in_c_equals_the_python_reference(tmp_path: Path) -> None:
+    """The batch's sums, bucket rows and responses rows after every chunk of a generated
+    history (and again with every other entry unpriced), each value of the same type."""
     demo_corpus.generate(tmp_path, 2 << 20, files=12, seed=3)
     chunks = [chunk for chunk in _chunk_entries(tmp_path) if chunk.entries]
     assert len(chunks) > 5
-    unpriced_tokens = 0
-    for chunk in chunks:  # and each again with every other entry unpriced
-        unpriced = [(*e[:13], i % 2 == 1, *e[14:]) for i, e in enumerate(chunk.entries)]
-        fast = totals(unpriced, len(chunk.groups))
-        assert fast == reader.totals_in_python(unpriced, len(chunk.groups))
-        unpriced_tokens += sum(row[5] for row in fast[0])
-        fast = totals(chunk.entries, len(chunk.groups))
-        slow = reader.totals_in_python(chunk.entries, len(chunk.groups))
+    for unpriced_every in (0, 2):
+        fast = _absorbed(absorb, chunks, unpriced_every)
+        slow = _absorbed(reader.absorb_in_python, chunks, unpriced_every)
         assert fast == slow
-        assert [[type(v) for v in row] for part in fast for row in part] == [
-            [type(v) for v in row] for part in slow for row in part
-        ]
-    assert unpriced_tokens > 0
+        for part_fast, part_slow in zip(fast, slow, strict=True):
+            assert [[type(v) for v in row] for row in part_fast.values()] == [
+                [type(v) for v in row] for row in part_slow.values()
+            ]
+        assert any(row[5] for row in fast[0].values()) == bool(unpriced_every)
+        assert sum(row[8] for row in fast[1].values()) == len(fast[2])
+        assert any(row[8] > 1 for row in fast[1].values())  # buckets merged
     # sums past 64 bits are left to the Python, which keeps them exact
     big = (*chunks[0].entries[0][:6], 2**62, 0, 0, 0, *chunks[0].entries[0][10:])
-    assert totals([big, big], 1) is None
-    assert reader.totals([big, big], 1)[0][0][0] == 2**63
+    by_labels: dict = {}
+    assert absorb([big, big], [7], by_labels, {}, {}) is False and by_labels == {}
+    reader.absorb([big, big], [7], by_labels, {}, {})
+    assert by_labels[7][0] == 2**63
 
 
 def test_settle_in_c_equals_the_python_reference(tmp_path: Path, edge_lines: list[bytes]) -> None:

@@ -768,7 +768,7 @@ static PyObject *find(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(hit == NULL ? -1 : hit - data);
 }
 
-/* ---- a chunk's totals as first copies (reader.totals, the same in Python) */
+/* ---- a chunk counted as first copies into a batch (reader.absorb_in_python, the same) */
 
 /* Field `at` of an entry as a 64-bit integer; -1 with an error set when it is not one. */
 static int entry_int(PyObject *entry, Py_ssize_t at, long long *out) {
@@ -776,38 +776,45 @@ static int entry_int(PyObject *entry, Py_ssize_t at, long long *out) {
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
-/* One (minute, group) bucket of a chunk, summed in C: the Python lists are made once per
- * bucket at the end, not updated per entry (each update made five new floats). */
+/* One (minute, group) bucket of a chunk, summed in C: Python objects are made once per
+ * bucket at the end, not per entry (each update of a Python list made five new floats). */
 typedef struct {
     long long minute, group, first_ms, responses;
     double tokens[4], cost; /* added in the entries' order, as the Python adds them */
 } bucket_sums;
 
-PyDoc_STRVAR(totals_doc,
-"totals(entries: list[UsageEntry], groups: int) -> tuple[list[list], list[list]] | None\n\n"
-"reader.totals in C: what a chunk's entries count as first copies, per group and per\n"
-"(minute, group); None when a sum would pass 64 bits or a field is odd (the Python then).");
+/* A chunk's sums as first copies: per group input, output, cache_read, cache_creation,
+ * unpriced, responses (`ints`, 6 a group) and cost (`costs`), and its (minute, group) buckets
+ * in order of first appearance (`found`, `made` of them). */
+typedef struct {
+    long long *ints;
+    double *costs;
+    bucket_sums *found;
+    Py_ssize_t made;
+} chunk_sums;
 
-static PyObject *totals(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *entries;
-    Py_ssize_t groups;
-    if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &entries, &groups)) return NULL;
-    if (groups < 0) Py_RETURN_NONE;
+static void free_sums(chunk_sums *sums) {
+    PyMem_Free(sums->ints);
+    PyMem_Free(sums->costs);
+    PyMem_Free(sums->found);
+}
+
+/* Sum the entries (reader.totals_in_python's rules): 0, or 1 when a sum would pass 64 bits
+ * or a field is odd (the Python decides then), or -1 with an error set. */
+static int sum_chunk(PyObject *entries, Py_ssize_t groups, chunk_sums *sums) {
     Py_ssize_t n = PyList_GET_SIZE(entries);
-    /* per group: input, output, cache_read, cache_creation, unpriced, responses (int64) and
-     * cost (a double, added in the entries' order as the Python adds it) */
-    long long *ints = PyMem_Calloc((size_t)groups * 6 + 1, sizeof(long long));
-    double *costs = PyMem_Calloc((size_t)groups + 1, sizeof(double));
-    /* the buckets in order of first appearance, found through an open-addressing table */
+    sums->ints = PyMem_Calloc((size_t)groups * 6 + 1, sizeof(long long));
+    sums->costs = PyMem_Calloc((size_t)groups + 1, sizeof(double));
+    sums->found = PyMem_Malloc(((size_t)n + 1) * sizeof(bucket_sums));
+    sums->made = 0;
+    /* the buckets are found through an open-addressing table of their places */
     size_t slots = 16;
     while (slots < (size_t)n * 2) slots <<= 1;
     Py_ssize_t *table = PyMem_Malloc(slots * sizeof(Py_ssize_t));
-    bucket_sums *found = PyMem_Malloc(((size_t)n + 1) * sizeof(bucket_sums));
-    Py_ssize_t made = 0;
-    PyObject *result = NULL;
-    if (ints == NULL || costs == NULL || table == NULL || found == NULL) {
+    int status = 0;
+    if (sums->ints == NULL || sums->costs == NULL || sums->found == NULL || table == NULL) {
         PyErr_NoMemory();
+        status = -1;
         goto done;
     }
     memset(table, 0xff, slots * sizeof(Py_ssize_t)); /* -1: empty */
@@ -823,31 +830,32 @@ static PyObject *totals(PyObject *self, PyObject *args) {
         double cost = PyFloat_AS_DOUBLE(cost_obj), ts = PyFloat_AS_DOUBLE(ts_obj);
         int priced = PyObject_IsTrue(PyTuple_GET_ITEM(entry, 13));
         if (priced < 0 || !(ts > -1e15 && ts < 1e15)) goto odd;
-        long long *sum = ints + group * 6, all = 0;
+        long long *sum = sums->ints + group * 6, all = 0;
         for (int k = 0; k < 4; k++) {
             if (__builtin_add_overflow(sum[k], tok[k], &sum[k])) goto odd;
             if (__builtin_add_overflow(all, tok[k], &all)) goto odd;
         }
         if (!priced && __builtin_add_overflow(sum[4], all, &sum[4])) goto odd;
         sum[5] += 1;
-        costs[group] += cost;
+        sums->costs[group] += cost;
         /* blocks.ms_of and minute_of: rounded milliseconds, minute m = ((m-1)*60, m*60] s */
         long long ms = ts >= 0 ? (long long)(ts * 1000 + 0.5) : -(long long)(-ts * 1000 + 0.5);
         long long minute = ms > 0 ? (ms + 59999) / 60000 : -((-ms) / 60000);
         uint64_t hash = ((uint64_t)minute * 0x9E3779B97F4A7C15ULL) ^ (uint64_t)group;
         size_t slot = (size_t)(hash ^ (hash >> 29)) & (slots - 1);
+        bucket_sums *found = sums->found;
         while (table[slot] >= 0 &&
                (found[table[slot]].minute != minute || found[table[slot]].group != group))
             slot = (slot + 1) & (slots - 1);
         if (table[slot] < 0) {
-            bucket_sums *bucket = &found[made];
+            bucket_sums *bucket = &found[sums->made];
             bucket->minute = minute;
             bucket->group = group;
             bucket->first_ms = ms;
             bucket->responses = 1;
             for (int k = 0; k < 4; k++) bucket->tokens[k] = (double)tok[k];
             bucket->cost = cost;
-            table[slot] = made++;
+            table[slot] = sums->made++;
             continue;
         }
         bucket_sums *bucket = &found[table[slot]];
@@ -856,66 +864,137 @@ static PyObject *totals(PyObject *self, PyObject *args) {
         bucket->cost += cost;
         bucket->responses += 1;
     }
-    {
-        PyObject *sums = PyList_New(groups), *buckets = PyList_New(made);
-        if (sums == NULL || buckets == NULL) {
-            Py_XDECREF(sums);
-            Py_XDECREF(buckets);
-            goto done;
-        }
-        for (Py_ssize_t g = 0; g < groups; g++) {
-            long long *sum = ints + g * 6;
-            PyObject *row = Py_BuildValue("[LLLLdLL]", sum[0], sum[1], sum[2], sum[3], costs[g],
-                                          sum[4], sum[5]);
-            if (row == NULL) {
-                Py_DECREF(sums);
-                Py_DECREF(buckets);
-                goto done;
-            }
-            PyList_SET_ITEM(sums, g, row);
-        }
-        for (Py_ssize_t b = 0; b < made; b++) {
-            bucket_sums *bucket = &found[b];
-            PyObject *row = PyList_New(9);
-            if (row == NULL) {
-                Py_DECREF(sums);
-                Py_DECREF(buckets);
-                goto done;
-            }
-            PyList_SET_ITEM(buckets, b, row);
-            PyObject *items[9] = {
-                PyLong_FromLongLong(bucket->minute), PyLong_FromLongLong(bucket->group),
-                PyLong_FromLongLong(bucket->first_ms), PyFloat_FromDouble(bucket->tokens[0]),
-                PyFloat_FromDouble(bucket->tokens[1]), PyFloat_FromDouble(bucket->tokens[2]),
-                PyFloat_FromDouble(bucket->tokens[3]), PyFloat_FromDouble(bucket->cost),
-                PyLong_FromLongLong(bucket->responses),
-            };
-            int failed = 0;
-            for (int k = 0; k < 9; k++) {
-                if (items[k] == NULL) failed = 1;
-                PyList_SET_ITEM(row, k, items[k] != NULL ? items[k] : Py_NewRef(Py_None));
-            }
-            if (failed) {
-                Py_DECREF(sums);
-                Py_DECREF(buckets);
-                goto done;
-            }
-        }
-        result = PyTuple_Pack(2, sums, buckets);
-        Py_DECREF(sums);
-        Py_DECREF(buckets);
-    }
     goto done;
 odd:
     PyErr_Clear();
-    result = Py_None;
-    Py_INCREF(result);
+    status = 1;
 done:
-    PyMem_Free(ints);
-    PyMem_Free(costs);
     PyMem_Free(table);
-    PyMem_Free(found);
-    return result;
+    return status;
+}
+
+/* A group's sums as the Python list [input, output, cache_read, cache_creation, cost,
+ * unpriced, responses]. */
+static PyObject *group_row(chunk_sums *sums, Py_ssize_t g) {
+    long long *sum = sums->ints + g * 6;
+    return Py_BuildValue("[LLLLdLL]", sum[0], sum[1], sum[2], sum[3], sums->costs[g], sum[4],
+                         sum[5]);
+}
+
+/* A bucket as the Python list [minute, labels, first_ms, input, output, cache_read,
+ * cache_creation, cost, responses], `labels` its group's label set. */
+static PyObject *bucket_row(bucket_sums *bucket, PyObject *labels) {
+    PyObject *items[9] = {
+        PyLong_FromLongLong(bucket->minute), Py_NewRef(labels),
+        PyLong_FromLongLong(bucket->first_ms), PyFloat_FromDouble(bucket->tokens[0]),
+        PyFloat_FromDouble(bucket->tokens[1]), PyFloat_FromDouble(bucket->tokens[2]),
+        PyFloat_FromDouble(bucket->tokens[3]), PyFloat_FromDouble(bucket->cost),
+        PyLong_FromLongLong(bucket->responses),
+    };
+    PyObject *row = PyList_New(9);
+    for (int k = 0; k < 9; k++) {
+        if (items[k] == NULL || row == NULL) {
+            for (int j = k; j < 9; j++) Py_XDECREF(items[j]);
+            Py_XDECREF(row);
+            return NULL;
+        }
+        PyList_SET_ITEM(row, k, items[k]);
+    }
+    return row;
+}
+
+/* have[at] = have[at] + value (a new reference to value is not taken) */
+static int add_item(PyObject *have, Py_ssize_t at, PyObject *value) {
+    PyObject *sum = PyNumber_Add(PyList_GET_ITEM(have, at), value);
+    if (sum == NULL) return -1;
+    PyList_SetItem(have, at, sum);
+    return 0;
+}
+
+PyDoc_STRVAR(absorb_doc,
+"absorb(entries, labels, by_labels, buckets, fresh) -> bool\n\n"
+"reader.absorb_in_python in C: a chunk's entries counted as first copies into a batch (the\n"
+"sums per label set, the bucket rows per (minute, label set), each entry's responses row\n"
+"in fresh); False, and nothing changed, when a sum would pass 64 bits or a field is odd.");
+
+static PyObject *absorb(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *entries, *labels, *by_labels, *buckets, *fresh;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!", &PyList_Type, &entries, &PyList_Type, &labels,
+                          &PyDict_Type, &by_labels, &PyDict_Type, &buckets, &PyDict_Type,
+                          &fresh))
+        return NULL;
+    Py_ssize_t groups = PyList_GET_SIZE(labels), n = PyList_GET_SIZE(entries);
+    for (Py_ssize_t i = 0; i < n; i++) { /* the responses rows take fields 0-10 */
+        PyObject *entry = PyList_GET_ITEM(entries, i);
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) < 14) Py_RETURN_FALSE;
+    }
+    chunk_sums sums;
+    int status = sum_chunk(entries, groups, &sums);
+    if (status != 0) {
+        free_sums(&sums);
+        if (status < 0) return NULL;
+        Py_RETURN_FALSE;
+    }
+    for (Py_ssize_t g = 0; g < groups; g++) {
+        PyObject *labelset = PyList_GET_ITEM(labels, g);
+        PyObject *row = group_row(&sums, g);
+        if (row == NULL) goto fail;
+        PyObject *have = PyDict_GetItemWithError(by_labels, labelset);
+        int failed = 0;
+        if (have == NULL) {
+            failed = PyErr_Occurred() != NULL || PyDict_SetItem(by_labels, labelset, row) < 0;
+        } else if (!PyList_Check(have) || PyList_GET_SIZE(have) < 7) {
+            PyErr_SetString(PyExc_TypeError, "absorb(): a label set's sums are a 7-list");
+            failed = 1;
+        } else {
+            for (Py_ssize_t k = 0; k < 7 && !failed; k++)
+                failed = add_item(have, k, PyList_GET_ITEM(row, k)) < 0;
+        }
+        Py_DECREF(row);
+        if (failed) goto fail;
+    }
+    for (Py_ssize_t b = 0; b < sums.made; b++) {
+        bucket_sums *bucket = &sums.found[b];
+        PyObject *row = bucket_row(bucket, PyList_GET_ITEM(labels, bucket->group));
+        if (row == NULL) goto fail;
+        PyObject *key = PyTuple_Pack(2, PyList_GET_ITEM(row, 0), PyList_GET_ITEM(row, 1));
+        PyObject *have = key == NULL ? NULL : PyDict_GetItemWithError(buckets, key);
+        int failed = key == NULL;
+        if (!failed && have == NULL) {
+            failed = PyErr_Occurred() != NULL || PyDict_SetItem(buckets, key, row) < 0;
+        } else if (!failed && (!PyList_Check(have) || PyList_GET_SIZE(have) < 9)) {
+            PyErr_SetString(PyExc_TypeError, "absorb(): a bucket row is a 9-list");
+            failed = 1;
+        } else if (!failed) { /* reader.merge_bucket */
+            int earlier = PyObject_RichCompareBool(PyList_GET_ITEM(row, 2),
+                                                   PyList_GET_ITEM(have, 2), Py_LT);
+            failed = earlier < 0;
+            if (earlier > 0) PyList_SetItem(have, 2, Py_NewRef(PyList_GET_ITEM(row, 2)));
+            for (Py_ssize_t k = 3; k < 9 && !failed; k++)
+                failed = add_item(have, k, PyList_GET_ITEM(row, k)) < 0;
+        }
+        Py_XDECREF(key);
+        Py_DECREF(row);
+        if (failed) goto fail;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) { /* fresh[msg] = (*entry[:11], labels[group]) */
+        PyObject *entry = PyList_GET_ITEM(entries, i);
+        PyObject *row = PyTuple_New(12);
+        if (row == NULL) goto fail;
+        for (Py_ssize_t k = 0; k < 11; k++)
+            PyTuple_SET_ITEM(row, k, Py_NewRef(PyTuple_GET_ITEM(entry, k)));
+        long long group = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 11)); /* checked by sum_chunk */
+        PyTuple_SET_ITEM(row, 11, Py_NewRef(PyList_GET_ITEM(labels, group)));
+        int failed = PyDict_SetItem(fresh, PyTuple_GET_ITEM(entry, 0), row) < 0;
+        Py_DECREF(row);
+        if (failed) goto fail;
+    }
+    free_sums(&sums);
+    Py_RETURN_TRUE;
+fail:
+    free_sums(&sums);
+    return NULL;
 }
 
 /* ---- the ledger's 64-bit keys: BLAKE2b with an 8-byte digest (reader.key_hash) */
@@ -1187,7 +1266,7 @@ done:
 static PyMethodDef methods[] = {
     {"settle", settle, METH_VARARGS, settle_doc},
     {"key_hash", key_hash, METH_O, key_hash_doc},
-    {"totals", totals, METH_VARARGS, totals_doc},
+    {"absorb", absorb, METH_VARARGS, absorb_doc},
     {"find", find, METH_VARARGS, find_doc},
     {"scan", scan, METH_O, scan_doc},
     {"collect", collect, METH_VARARGS, collect_doc},

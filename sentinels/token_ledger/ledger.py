@@ -30,17 +30,15 @@ from agentwatch.sentinels.token_ledger.fold import DIMENSIONS, Fold, SessionFold
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.reader import (
     BY_LOCATION,
-    ROW_FIELDS,
     SIDECHAIN,
     Chunk,
     ChunkReader,
     UsageEntry,
+    absorb,
     add_counted,
     add_to_bucket,
     init_worker,
-    merge_bucket,
     read_in_worker,
-    totals,
 )
 from agentwatch.sentinels.token_ledger.store import CounterKey, ResponseRow, Store
 from agentwatch.sentinels.token_ledger.tailer import Position, Skim
@@ -608,9 +606,9 @@ class Ledger:
             self.flush(background=self._reading_in_parallel)
 
     def _apply_new(self, chunk: Chunk, session: str) -> bool:
-        """Count a chunk whole from its totals (reader.totals) when every response in it is
-        seen for the first time, as in most of a backfill: what deciding each entry would
-        do, without doing it per entry. False (nothing done) when one may be known."""
+        """Count a chunk whole (reader.absorb) when every response in it is seen for the
+        first time, as in most of a backfill: what deciding each entry would do, without
+        doing it per entry. False (nothing done) when one may be known."""
         pending, store, entries = self._pending, self.store, chunk.entries
         msgs = [entry[0] for entry in entries]
         unique = set(msgs)
@@ -626,28 +624,10 @@ class Ledger:
                 pending.known[msg] = stored.get(msg, [])
             return False
         labels = [store.labelset(project, model, session) for project, model in chunk.groups]
-        sums_by_group, new_buckets = totals(entries, len(labels))
-        by_labels = pending.by_labels
-        for labelset, sums in zip(labels, sums_by_group, strict=True):
-            have = by_labels.get(labelset)
-            if have is None:
-                by_labels[labelset] = sums
-            else:
-                for index, value in enumerate(sums):
-                    have[index] += value
-        buckets = pending.buckets
-        for bucket in new_buckets:
-            bucket[1] = labelset = labels[bucket[1]]
-            have = buckets.get((bucket[0], labelset))
-            if have is None:
-                buckets[(bucket[0], labelset)] = bucket
-            else:
-                merge_bucket(have, bucket)
+        absorb(entries, labels, pending.by_labels, pending.buckets, pending.fresh)
         for entry in entries:
             if entry[14] is not None:
                 self._count_error(labels[entry[11]], entry[14], entry[12], entry[15])
-        rows = [(*entry[:ROW_FIELDS], labels[entry[11]]) for entry in entries]
-        pending.fresh.update(zip(msgs, rows, strict=True))
         return True
 
     def _writing(self) -> list[tuple] | None:

@@ -321,8 +321,7 @@ def totals_in_python(entries: list[UsageEntry], groups: int) -> tuple[list[list]
     """What these entries of one chunk count if each is a response seen for the first time
     (most of a backfill): per group of Chunk.groups the sums of add_counted, and per
     (minute, group) in order of first appearance the bucket row of add_to_bucket, with the
-    group for the label set. `_fastline.totals` is the same in C; this is what runs without
-    it, and its reference."""
+    group for the label set."""
     sums: list[list] = [[0, 0, 0, 0, 0.0, 0, 0] for _ in range(groups)]
     buckets: dict[tuple[int, int], list] = {}
     for entry in entries:
@@ -332,21 +331,49 @@ def totals_in_python(entries: list[UsageEntry], groups: int) -> tuple[list[list]
     return sums, list(buckets.values())
 
 
-def totals(entries: list[UsageEntry], groups: int) -> tuple[list[list], list[list]]:
-    """totals_in_python, in C where it can be (it declines sums past 64 bits)."""
-    if fast_totals is not None:
-        found = fast_totals(entries, groups)
-        if found is not None:
-            return found
-    return totals_in_python(entries, groups)
+def absorb_in_python(
+    entries: list[UsageEntry], labels: list[int], by_labels: dict[int, list],
+    buckets: dict[tuple[int, int], list], fresh: dict[int, tuple],
+) -> bool:  # fmt: skip
+    """Count a chunk's entries as first copies into a batch (ledger._Pending): the sums of
+    each label set (`labels`: Chunk.groups' label sets), the bucket rows of each (minute,
+    label set), and each entry's responses row in `fresh` (message -> row).
+    `_fastline.absorb` is the same in C; this is what runs without it (or when it declines
+    sums past 64 bits), and its reference."""
+    sums_by_group, new_buckets = totals_in_python(entries, len(labels))
+    for labelset, sums in zip(labels, sums_by_group, strict=True):
+        have = by_labels.get(labelset)
+        if have is None:
+            by_labels[labelset] = sums
+        else:
+            for index, value in enumerate(sums):
+                have[index] += value
+    for bucket in new_buckets:
+        bucket[1] = labelset = labels[bucket[1]]
+        have = buckets.get((bucket[0], labelset))
+        if have is None:
+            buckets[(bucket[0], labelset)] = bucket
+        else:
+            merge_bucket(have, bucket)
+    fresh.update((entry[0], (*entry[:ROW_FIELDS], labels[entry[11]])) for entry in entries)
+    return True
 
 
-fast_totals: Callable[[list, int], tuple[list[list], list[list]] | None] | None
+def absorb(
+    entries: list[UsageEntry], labels: list[int], by_labels: dict[int, list],
+    buckets: dict[tuple[int, int], list], fresh: dict[int, tuple],
+) -> None:  # fmt: skip
+    """absorb_in_python, in C where it can be."""
+    if fast_absorb is None or not fast_absorb(entries, labels, by_labels, buckets, fresh):
+        absorb_in_python(entries, labels, by_labels, buckets, fresh)
+
+
+fast_absorb: Callable[[list, list, dict, dict, dict], bool] | None
 try:  # built with the package
+    from agentwatch.sentinels.token_ledger._fastline import absorb as fast_absorb
     from agentwatch.sentinels.token_ledger._fastline import key_hash, settle
-    from agentwatch.sentinels.token_ledger._fastline import totals as fast_totals
 except ImportError:  # pragma: no cover - tests/test_fastline.py requires it
-    settle, fast_totals, key_hash = settle_in_python, None, key_hash_in_python
+    settle, fast_absorb, key_hash = settle_in_python, None, key_hash_in_python
 
 
 # ---- worker-process side of a parallel backfill
