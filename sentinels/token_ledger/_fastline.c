@@ -997,7 +997,7 @@ fail:
     return NULL;
 }
 
-/* ---- the ledger's 64-bit keys: BLAKE2b with an 8-byte digest (reader.key_hash) */
+/* ---- the ledger's 64-bit keys: BLAKE2b-64 (reader.key_hash_in_python, the same) */
 
 /* BLAKE2b as RFC 7693 states it (unkeyed, digest length 8): hashlib's answer, without the
  * hashlib object, the encoded copy and the int conversion that made up most of the time the
@@ -1084,8 +1084,8 @@ static int64_t blake2b_64(const unsigned char *data, size_t size) {
 
 PyDoc_STRVAR(key_hash_doc,
 "key_hash(text: str) -> int\n\n"
-"reader.key_hash in C: BLAKE2b with an 8-byte digest of the text as UTF-8 (lone surrogates\n"
-"passed through), as a signed 64-bit integer.");
+"reader.key_hash_in_python in C: BLAKE2b with an 8-byte digest of the text as UTF-8 (lone\n"
+"surrogates passed through), as a signed 64-bit integer.");
 
 static PyObject *key_hash(PyObject *self, PyObject *text) {
     (void)self;
