@@ -925,11 +925,7 @@ static PyObject *absorb(PyObject *self, PyObject *args) {
                           &fresh))
         return NULL;
     Py_ssize_t groups = PyList_GET_SIZE(labels), n = PyList_GET_SIZE(entries);
-    for (Py_ssize_t i = 0; i < n; i++) { /* the responses rows take fields 0-10 */
-        PyObject *entry = PyList_GET_ITEM(entries, i);
-        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) < 14) Py_RETURN_FALSE;
-    }
-    chunk_sums sums;
+    chunk_sums sums; /* it also checks that every entry is a tuple of 14 fields or more */
     int status = sum_chunk(entries, groups, &sums);
     if (status != 0) {
         free_sums(&sums);
@@ -984,7 +980,7 @@ static PyObject *absorb(PyObject *self, PyObject *args) {
         if (row == NULL) goto fail;
         for (Py_ssize_t k = 0; k < 11; k++)
             PyTuple_SET_ITEM(row, k, Py_NewRef(PyTuple_GET_ITEM(entry, k)));
-        long long group = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 11)); /* checked by sum_chunk */
+        long long group = PyLong_AsLongLong(PyTuple_GET_ITEM(entry, 11)); /* as sum_chunk read it */
         PyTuple_SET_ITEM(row, 11, Py_NewRef(PyList_GET_ITEM(labels, group)));
         int failed = PyDict_SetItem(fresh, PyTuple_GET_ITEM(entry, 0), row) < 0;
         Py_DECREF(row);
