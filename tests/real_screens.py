@@ -71,6 +71,11 @@ WEDGE = (
     "message cannot be modified. These blocks must remain as they were in the original response."
 )
 RESET = str(int(time.time()) // 3600 * 3600 + 3 * 3600)  # a whole hour, 2-3 hours ahead
+# The API's answer to a key whose account has no credit (quoted in anthropics/claude-code#4684).
+CREDIT = (
+    "Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing "
+    "to upgrade or purchase credits."
+)
 SCENARIOS = [
     _once("finished_turn", "idle",
           [{"answer": {"text": "Fixed: the parser now skips blank lines. All 12 tests pass."}}],
@@ -97,6 +102,9 @@ SCENARIOS = [
     _once("auth_401", "api_error",
           [_error(401, "authentication_error", "invalid x-api-key")], r"(?i)api key"),
     _once("unreachable", "api_error", [{"drop": True}], r"(?i)error|unable|connect"),
+    # Billing: no resend or nudge helps, so it is a limit someone has to lift (usage_limit).
+    _once("credit_balance_low", "usage_limit",
+          [_error(400, "invalid_request_error", CREDIT)], r"(?i)credit balance"),
     _once("prompt_too_long", "context_too_long",
           [_error(400, "invalid_request_error",
                   "prompt is too long: 215023 tokens > 200000 maximum")],

@@ -120,11 +120,63 @@ def test_fixture_through_classify_pane(name: str, capsys: pytest.CaptureFixture[
         assert explain.screen.strip_ansi(out["line"])[:30] in explain.screen.strip_ansi(text)
 
 
+TRACKER = FIXTURES / "tracker"
+QUOTED = {
+    name: label
+    for name, label in json.loads((TRACKER / "labels.json").read_text()).items()
+    if "pattern" in label
+}
+
+
+@pytest.mark.parametrize("name", sorted(QUOTED))
+def test_screens_quoted_in_issue_threads(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Screens of Claude Code versions quoted in public issue threads: each label names the
+    thread, the version the reporter states and the text as shown, and the state and pattern
+    class the classifier must give (as the thread shows it)."""
+    label = QUOTED[name]
+    assert label["source"].startswith("https://github.com/") and label["version"]
+    text = (TRACKER / f"{name}.txt").read_text()
+    for line in label["quoted"].splitlines():  # the quote is in the screen, glyphs aside
+        assert line.strip().lstrip("●⎿ ").strip() in text, line
+    out = classify_pane(
+        "--unchanged-for", "60", "--now", str(NOW), str(TRACKER / f"{name}.txt"), capsys=capsys
+    )
+    assert (out["state"], out["pattern"]) == (label["state"], label["pattern"])
+
+
+def test_billing_and_extra_usage_wordings() -> None:
+    """The limit wordings Claude Code 2.1.328 itself lists as "cannot go on" messages (strings
+    in its binary): billing and allocation stops are `usage_limit` with pattern `billing`
+    (a nudge cannot help), an exhausted extra-usage budget is `extra_usage`."""
+
+    def decided(line: str) -> tuple[str, str]:
+        result = classify(line, None, NOW, SETTLED, shipped())
+        return result.state, result.pattern
+
+    for line in (
+        "  ⎿  Credit balance too low · Add funds: https://platform.claude.com/settings/billing",
+        "  ⎿  You're out of usage credits",
+        "  ⎿  Your org is out of usage · add funds to continue",
+        "  ⎿  Fable 5 requires usage credits",
+        "● API Error: 400 Your credit balance is too low to access the Anthropic API.",
+    ):
+        assert decided(line) == ("usage_limit", "billing"), line
+    assert decided("  ⎿  You're out of extra usage · resets 9am (UTC)") == (
+        "usage_limit",
+        "extra_usage",
+    )
+    # the same words quoted in prose or typed at the prompt never fire
+    assert decided("⏺ The log says: credit balance too low") == ("working", "no_prompt")
+    assert decided("❯ credit balance too low?")[0] == "idle"
+
+
 def test_usage_limit_reset_times(capsys: pytest.CaptureFixture[str]) -> None:
     shown = {
         "ref_usage_limit.txt": 1_750_027_500.0,  # 3:45pm America/Los_Angeles = 22:45 UTC
         "usage_limit_epoch.txt": 1_750_003_200.0,
         "throttle_and_usage_limit.txt": _local(19),  # "resets 7pm": the local zone
+        "tracker/out_of_extra_usage.txt": 1_750_075_200.0,  # 9am America/Cordoba = 12:00 UTC
+        "tracker/usage_limit_reached_old.txt": 1_750_082_400.0,  # 9am America/Chicago
     }
     for name, expected in shown.items():
         out = classify_pane("--now", str(NOW), str(FIXTURES / name), capsys=capsys)
@@ -253,6 +305,13 @@ def test_a_broken_pattern_file_names_the_entry() -> None:
     broken = json.loads(json.dumps(good))
     broken["refine"][0]["state"] = "exploded"
     with pytest.raises(PatternError, match=r"refine\[0\]: 'state' must be one of"):
+        parse(broken)
+    broken = json.loads(json.dumps(good))
+    broken["harness"][0]["refine"] = ["no_such_class"]
+    with pytest.raises(PatternError, match=r"harness\[0\]\.refine: no refinement of class"):
+        parse(broken)
+    broken["harness"][0]["refine"] = "yes"
+    with pytest.raises(PatternError, match=r"harness\[0\]: 'refine' must be true, false or"):
         parse(broken)
     broken = json.loads(json.dumps(good))
     del broken["signals"]

@@ -19,8 +19,9 @@ same decision. The rules, in order (docs/metrics.md repeats them for users):
    session went on after it.
 4. The pane is `working` when a spinner ("esc to interrupt", or the newer "Verb… (44s · ↓ 247
    tokens)") or a retry spinner ("Retrying in N s") is at or below the newest message line and
-   no sent prompt or "Interrupted" line is below it; then every candidate is suppressed
-   (`working`, or `retry_spinner`) and the state is `working`.
+   no sent prompt, "Interrupted" line or live candidate is below it (an error printed below
+   retry lines is where the retries gave up); then every candidate is suppressed (`working`,
+   or `retry_spinner`) and the state is `working`.
 5. Vetoes: usage-limit text in the window vetoes a throttle (`usage_limit_veto`); compaction
    text vetoes "context too long" (`compaction`). Two or more usage-policy lines in the window
    are a policy wedge (`context_wedge`).
@@ -114,19 +115,26 @@ class _Scan:
 
 def _message(lines: list[Line], index: int, patterns: Patterns) -> str:
     """The matched line's text plus its continuation lines: indented (Claude Code wraps that
-    way) or unindented (a terminal wrap captured without -J), up to the next token line."""
+    way) or unindented (a terminal wrap captured without -J), up to the next line that starts
+    with a token (a token inside a wrapped JSON body continues the message)."""
     message = lines[index].text
     for line in lines[index + 1 : index + 1 + CONTINUATION_LINES]:
-        if line.lead not in ("indent", "column0") or _harness_match(line, patterns)[0]:
+        if line.lead not in ("indent", "column0") or _starts_with_token(line, patterns):
             break
         # Claude Code wraps at word breaks and indents; a terminal wraps mid-word at column 0.
         message += (" " if line.lead == "indent" else "") + line.text
     return message
 
 
+def _starts_with_token(line: Line, patterns: Patterns) -> bool:
+    return any(rule.regex.match(line.text) for rule in patterns.harness)
+
+
 def _refine(rule: Rule, message: str, patterns: Patterns) -> tuple[str, str]:
     if rule.refine:
         for refinement in patterns.refine:
+            if rule.refine_only and refinement.cls not in rule.refine_only:
+                continue
             if refinement.regex.search(message):
                 return refinement.cls, refinement.state
     return rule.cls, rule.state
@@ -256,6 +264,8 @@ def _decide(
     spun = retry or spinner
     if spun is not None and 0 < turn_over < spun.from_end:
         retry = spinner = None  # what spun above it is over
+    if spun is not None and any(c.line.from_end < spun.from_end for c in live):
+        retry = spinner = None  # an error printed below the retries: they gave up
     if retry or spinner:
         _suppress(suppressed, "retry_spinner" if retry else "working", live)
         return None, "retry_spinner" if retry else "spinner", retry or spinner

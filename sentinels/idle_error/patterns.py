@@ -43,6 +43,7 @@ class Rule:
     regex: re.Pattern[str]
     column0: bool = False  # may fire from an unindented line without a lead glyph
     refine: bool = False  # the message is refined by the `refine` rules
+    refine_only: frozenset[str] = frozenset()  # ...by those of these classes only (empty: all)
 
 
 @dataclass(frozen=True)
@@ -94,12 +95,19 @@ def _rule(raw: Any, where: str, key: str) -> Rule:
         raise PatternError(f"{where}: 'class' must be a lower_snake_case name")
     if state not in STALL_STATES:
         raise PatternError(f"{where}: 'state' must be one of {', '.join(STALL_STATES)}")
+    refine = raw.get("refine", False)
+    only: list[Any] = refine if isinstance(refine, list) else []
+    if not isinstance(refine, bool) and not (
+        only and all(isinstance(name, str) and _CLASS.match(name) for name in only)
+    ):
+        raise PatternError(f"{where}: 'refine' must be true, false or a list of class names")
     return Rule(
         cls=cls,
         state=state,
         regex=_compile(raw.get(key), f"{where}.{key}"),
         column0=bool(raw.get("column0", False)),
-        refine=bool(raw.get("refine", False)),
+        refine=bool(refine),
+        refine_only=frozenset(only),
     )
 
 
@@ -128,6 +136,11 @@ def parse(data: Any) -> Patterns:
     refine = tuple(
         _rule(raw, f"refine[{index}]", "search") for index, raw in enumerate(data.get("refine", []))
     )
+    refined = {rule.cls for rule in refine}
+    for index, rule in enumerate(harness):
+        unknown = sorted(rule.refine_only - refined)
+        if unknown:
+            raise PatternError(f"harness[{index}].refine: no refinement of class {unknown[0]}")
     policy = data.get("policy_wedge") or {}
     signals_raw = data.get("signals") or {}
     missing = [name for name in SIGNALS if name not in signals_raw]
