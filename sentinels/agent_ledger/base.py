@@ -8,6 +8,7 @@ truncation or a rewrite without counting anything twice.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
@@ -16,6 +17,16 @@ from agentwatch.core import claude
 
 AGENTS = (claude.AGENT, "codex", "gemini", "opencode")  # values of the `agent` label
 TOKEN_TYPES = ("input", "output", "cache_read", "cache_creation")
+# The bounds a record must keep to be counted; the readers follow ccusage, which counts any
+# u64 (its sums saturate), so the ledger checks what they return (`out_of_bounds`).
+# The token ledger's bound on one count (token_ledger/records.py MAX_TOKENS): a counter is a
+# float64, exact only up to 2**53; no real response comes near it (context windows ~10**6).
+MAX_TOKENS = 1 << 53
+# One response's cost, stated by the file or priced: the dearest real one today is a few
+# hundred dollars (a full context of the dearest model's input and output rates), so $10,000
+# is far beyond any of them and far below what a poisoned count or cost field makes (1e308,
+# or 2**62 tokens priced), which would otherwise drive every budget alert for good.
+MAX_COST_USD = 10_000.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +48,25 @@ class AgentUsage:
     @property
     def total(self) -> int:
         return self.input + self.output + self.cache_read + self.cache_creation
+
+    def counts(self) -> tuple[int, ...]:
+        """Every token count the record carries (a reader's subclass adds its own)."""
+        return (self.input, self.output, self.cache_read, self.cache_creation)
+
+
+def out_of_bounds(entry: AgentUsage, cost: float | None) -> str | None:
+    """The reject reason of a record the ledger must not count, None for a good one:
+    `bad_token_count` for a count that is not an integer from 0 to MAX_TOKENS (the token
+    ledger's reason), `bad_cost` for a cost (stated, or priced: `cost`) that is not a finite
+    number from 0 to MAX_COST_USD."""
+    for count in entry.counts():
+        if type(count) is not int or not 0 <= count <= MAX_TOKENS:
+            return "bad_token_count"
+    if cost is not None and not (
+        type(cost) in (int, float) and math.isfinite(cost) and 0 <= cost <= MAX_COST_USD
+    ):
+        return "bad_cost"
+    return None
 
 
 @dataclass

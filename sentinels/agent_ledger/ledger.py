@@ -6,7 +6,9 @@ agents rewrite them (Gemini rewrites a message when its tokens arrive, OpenCode 
 row). An entry whose key is new is counted whole; a known key adds only what grew, per token
 type and for the cost (max(0, new - counted)): counters never go down, a rewritten response
 with more tokens adds the difference, and reading the same bytes again, a truncated file or
-a replaced one adds nothing. The stamps, the rows and the counters of a batch are committed in
+a replaced one adds nothing. A record past the bounds (a count above 2**53, a cost above
+base.MAX_COST_USD: poison, not usage) is not counted but rejected, once per file, as the
+readers' own rejects are. The stamps, the rows and the counters of a batch are committed in
 one transaction (store.py), so a crash at any moment never counts twice. A file that vanished
 is forgotten; what it counted stays.
 """
@@ -24,7 +26,12 @@ from pathlib import Path
 
 from agentwatch.core.log import FailureGate
 from agentwatch.core.sanitize import label_value
-from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES, AgentUsage
+from agentwatch.sentinels.agent_ledger.base import (
+    TOKEN_TYPES,
+    AgentUsage,
+    ReadResult,
+    out_of_bounds,
+)
 from agentwatch.sentinels.agent_ledger.readers import Plug, Reader
 from agentwatch.sentinels.agent_ledger.store import (
     CounterKey,
@@ -42,6 +49,7 @@ BATCH_FILES = 64  # files of a per-file reader committed together
 BATCH_ENTRIES = 20_000  # ...or fewer, once their entries reach this
 UNKNOWN = "unknown"  # the label of an empty project, model or session
 UNREADABLE = "unreadable"  # the reject reason of a file a reader could not open or decode
+Priced = tuple[AgentUsage, float | None]  # an entry and its cost (stated or priced)
 
 TOKENS = "agentwatch_tokens"
 COST = "agentwatch_cost_usd"
@@ -170,6 +178,7 @@ class Ledger:
         self.queue: deque[Batch] = deque()
         self.commits = 0
         self._gates = {agent: FailureGate(log, f"{agent} reader") for agent in self.readers}
+        self._rejects_logged: set[tuple[str, str]] = set()
 
     # ---- finding what changed
     def scan(self) -> None:
@@ -224,7 +233,7 @@ class Ledger:
         pending = _Pending()
         try:  # the reader's code: reading and pricing
             states, entries = self._read(batch, plug, reader)
-            self._decide(batch.agent, reader, entries, pending)
+            self._decide(batch.agent, entries, pending)
         except Exception as err:
             self._failed(batch.agent, err)  # its files keep their old stamps: read again
             return True
@@ -237,16 +246,31 @@ class Ledger:
         self.read_errors[agent] += 1
         self._gates[agent].failed(f"{type(err).__name__} (its files are read again later)")
 
+    @staticmethod
+    def _bounded(result: ReadResult, reader: Reader) -> list[Priced]:
+        """The result's entries that keep the bounds (base.out_of_bounds), each with its
+        cost; the others become rejects of the result, so that they count once per file."""
+        kept: list[Priced] = []
+        for entry in result.entries:
+            cost = entry.cost_usd if entry.cost_usd is not None else reader.price(entry)
+            reason = out_of_bounds(entry, cost)
+            if reason is None:
+                kept.append((entry, cost))
+            else:
+                result.reject(reason)
+        return kept
+
     def _read(
         self, batch: Batch, plug: Plug, reader: Reader
-    ) -> tuple[dict[str, tuple[FileState, dict[str, int]]], list[AgentUsage]]:
-        """Entries of the batch's files, and per file its new stamp and the rejects read."""
+    ) -> tuple[dict[str, tuple[FileState, dict[str, int]]], list[Priced]]:
+        """Entries of the batch's files with their costs, and per file its new stamp and the
+        rejects read."""
         states: dict[str, tuple[FileState, dict[str, int]]] = {}
-        entries: list[AgentUsage] = []
+        entries: list[Priced] = []
         paths = list(batch.stamps)
         if plug.across_files and paths:
             result = reader.read_files([Path(p) for p in paths])
-            entries = result.entries
+            entries = self._bounded(result, reader)
             for path in paths:
                 states[path] = (FileState(batch.stamps[path], {}), dict(result.rejects))
             return states, entries
@@ -258,7 +282,7 @@ class Ledger:
                 self.read_errors[batch.agent] += 1
                 del batch.stamps[path]
                 continue
-            entries.extend(result.entries)
+            entries.extend(self._bounded(result, reader))
             states[path] = (FileState(batch.stamps[path], {}), dict(result.rejects))
             if len(entries) >= BATCH_ENTRIES and path != paths[-1]:  # the rest: next batch
                 rest = paths[paths.index(path) + 1 :]
@@ -278,6 +302,7 @@ class Ledger:
         files) share its rejects: beyond the most any of them held."""
         known = self.files[batch.agent]
         grown: dict[str, int] = {}
+        where: dict[str, str] = {}  # a file each reason grew in (files read alone)
         if self.readers[batch.agent][0].across_files and len(states) > 1:
             found = next(iter(states.values()))[1]
             before: dict[str, int] = {}
@@ -292,6 +317,8 @@ class Ledger:
                 for reason, count in found.items():
                     previous = old.rejects.get(reason, 0) if old else 0
                     grown[reason] = grown.get(reason, 0) + max(0, count - previous)
+                    if count > previous:
+                        where.setdefault(reason, path)
         for path, (state, found) in states.items():
             old = known.get(path)
             state.rejects = dict(old.rejects) if old else {}
@@ -299,15 +326,27 @@ class Ledger:
                 state.rejects[reason] = max(state.rejects.get(reason, 0), count)
         for reason, count in grown.items():
             pending.add((REJECTED, (batch.agent, _label(reason))), max(0, count))
+            if count > 0:
+                self._log_reject(batch.agent, _label(reason), where.get(reason))
 
-    def _decide(
-        self, agent: str, reader: Reader, entries: list[AgentUsage], pending: _Pending
-    ) -> None:
-        keys = [key_hash(entry.key) for entry in entries]
+    def _log_reject(self, agent: str, reason: str, path: str | None) -> None:
+        """One line per agent and reason while the sentinel runs: the counter tells more."""
+        if (agent, reason) in self._rejects_logged:
+            return
+        self._rejects_logged.add((agent, reason))
+        log.warning(
+            "a %s record in %s was rejected (%s); such records are counted in "
+            "agentwatch_agent_ledger_records_rejected_total and not logged again",
+            agent,
+            label_value(path, limit=512) if path else "the files read together",
+            reason,
+        )
+
+    def _decide(self, agent: str, entries: list[Priced], pending: _Pending) -> None:
+        keys = [key_hash(entry.key) for entry, _cost in entries]
         known = self.store.rows_for(keys)
         now = self.clock()
-        for entry, key in zip(entries, keys, strict=True):
-            cost = entry.cost_usd if entry.cost_usd is not None else reader.price(entry)
+        for (entry, cost), key in zip(entries, keys, strict=True):
             new = [max(0, entry.input), max(0, entry.output), max(0, entry.cache_read),
                    max(0, entry.cache_creation), _usd(cost)]  # fmt: skip
             row = pending.rows.get(key) or known.get(key)

@@ -55,6 +55,10 @@ class OpenCodeUsage(AgentUsage):
     provider: str = ""
     extra: int = 0
 
+    def counts(self) -> tuple[int, ...]:
+        """The four types and `extra`, which is priced too: bounded like them."""
+        return (*AgentUsage.counts(self), self.extra)
+
 
 class _Reject(Exception):
     """A message that ccusage's parser fails on; the reason is a short fixed string."""

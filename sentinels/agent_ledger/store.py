@@ -6,7 +6,7 @@ whole: a dropped batch's files still carry their old stamps and are read again, 
 kept batch counted is in the rows its re-read is decided against. Nothing counts twice.
 
 Response keys are stored as a 16-byte hash (never a reader's text); tokens and costs as REAL
-(a count past 2^63 must not stop every commit; past 2^53 it loses precision, nothing else).
+(the ledger counts no record past base.MAX_TOKENS = 2^53, where a REAL is still exact).
 """
 
 from __future__ import annotations

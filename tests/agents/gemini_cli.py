@@ -86,12 +86,14 @@ def environment(home: Path, api_url: str) -> dict[str, str]:
 def run_prompt(
     home: Path, api_url: str, cwd: Path, prompt: str, *extra: str, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
-    """One headless `gemini -p` run with a fixed model (so no routing requests)."""
+    """One headless `gemini -p` run with a fixed model (so no routing requests). Its stdin
+    is empty: Gemini CLI prepends whatever a non-TTY stdin holds to the prompt."""
     cwd.mkdir(parents=True, exist_ok=True)
     return subprocess.run(
         [gemini_command(), "-m", MODEL, "-p", prompt, *extra],
         cwd=cwd,
         env=environment(home, api_url),
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -8,6 +8,9 @@ provider "standin" (`@ai-sdk/openai-compatible`, bundled in the binary) whose ba
 stand-in, a dummy key, two models (one with prices in the config, so OpenCode states a
 cost; one named like a real model, gpt-5, so readers price it from a table), autoupdate and
 sharing off. Models, LSP downloads, default plugins and npm installs are disabled by env.
+Its stdin is /dev/null: `opencode run` reads its stdin to the end before it starts (a piped
+prompt), so one that inherits an open pipe (an agent harness's, a CI runner's) waits there
+forever, its log ending at `init`, no session created, nothing asked of the API.
 
 `python -m tests.agents.opencode_cli DIR` captures the fixture sessions into DIR.
 """
@@ -47,7 +50,8 @@ def opencode_command() -> str:
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
         pytest.fail(f"OpenCode not found at {path}; install it with:\n    {INSTALL_HINT}")
     found = subprocess.run(
-        [path, "--version"], capture_output=True, text=True, timeout=60, check=False,
+        [path, "--version"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=60, check=False,
         env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/nonexistent"},
     ).stdout  # fmt: skip
     if OPENCODE_VERSION not in found:
@@ -103,12 +107,13 @@ def environment(home: Path) -> dict[str, str]:
 def run(
     home: Path, cwd: Path, prompt: str, *extra: str, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
-    """One `opencode run PROMPT` (non-interactive); returns the finished process."""
+    """One `opencode run PROMPT` (non-interactive), stdin empty (see the module doc);
+    returns the finished process."""
     cwd.mkdir(parents=True, exist_ok=True)
     return subprocess.run(
         [opencode_command(), "run", *extra, prompt],
-        cwd=cwd, env=environment(home), capture_output=True, text=True, timeout=timeout,
-        check=False,
+        cwd=cwd, env=environment(home), stdin=subprocess.DEVNULL, capture_output=True,
+        text=True, timeout=timeout, check=False,
     )  # fmt: skip
 
 

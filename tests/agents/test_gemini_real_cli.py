@@ -5,6 +5,13 @@ Two headless prompts in a temp HOME: the first makes the model call a tool (two 
 responses, the first written twice, with and without its tool calls), the second resumes
 the session (`--resume latest`), so the same session file grows between reads.
 
+Every run first starts a fresh chat recording under its session id (GeminiClient.initialize
+-> startChat), in `chats/session-<the minute it starts>-<id8>.jsonl`, and a resumed one then
+switches to the session's file (resumeChat). So when the resumed run starts in a later minute
+than the first (more likely the slower the machine), a second file of the same session is
+left with a header and the session context but no response; in the same minute those lines
+land in the session's own file.
+
 `python -m tests.agents.test_gemini_real_cli --capture DIR` runs the same script and copies
 what the CLI wrote into DIR (how tests/fixtures/agents/gemini was made).
 """
@@ -12,6 +19,7 @@ what the CLI wrote into DIR (how tests/fixtures/agents/gemini was made).
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
@@ -66,6 +74,11 @@ def run_script(home: Path, project: Path) -> GeminiStandIn:
     return api
 
 
+def _header(path: Path) -> dict[str, Any]:
+    header: dict[str, Any] = json.loads(path.read_text().splitlines()[0])
+    return header
+
+
 def _read(data_dir: Path) -> list[gemini.AgentUsage]:
     roots = gemini.roots({gemini.DATA_DIR_ENV: str(data_dir)}, Path("/nonexistent"))
     return gemini.read_files(path for root in roots for path in gemini.files(root)).entries
@@ -84,7 +97,12 @@ def test_real_cli_files_read_as_ccusage_reads_them(tmp_path: Path) -> None:
         second = run_prompt(home, api.url, project, "And now?", "--resume", "latest")
         assert second.returncode == 0, second.stderr[-2000:]
     sessions = sorted(data_dir.rglob("session-*.jsonl"))
-    assert len(sessions) == 1, sessions  # the resume appended to the same file
+    answered = [path for path in sessions if '"type":"gemini"' in path.read_text()]
+    assert len(answered) == 1, sessions  # the resume appended to the first run's file
+    for started in set(sessions) - set(answered):  # the resumed run's fresh start (doc)
+        assert started.name[-14:] == answered[0].name[-14:] and started.name > answered[0].name
+        assert _header(started)["sessionId"] == _header(answered[0])["sessionId"]
+    assert len(sessions) <= 2, sessions
     entries = _read(data_dir)
     chat = api.chat_served()
     assert len(chat) == len(SCRIPT) and len(entries) == len(chat)

@@ -1,11 +1,18 @@
 """The real OpenCode CLI (1.18.33, from npm), offline against the scripted stand-in: what it
 writes is read by our reader exactly as ccusage 20.0.24 reads it, and it maps the API's usage
 the way the reader assumes (input without the cached tokens, output without reasoning, the
-reasoning tokens in `extra`, a stated cost when the model has prices in opencode.json)."""
+reasoning tokens in `extra`, a stated cost when the model has prices in opencode.json).
+
+The test's own stdin is an open pipe nobody writes to or closes, as an agent harness or a CI
+runner may leave it: `opencode run` reads its stdin to the end before it starts, so a run
+that inherited it would wait until its timeout (which is how this test "timed out under
+load"); opencode_cli gives every run an empty stdin instead."""
 
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +31,21 @@ from tests.agents.test_opencode_conformance import (
 pytestmark = [pytest.mark.ccusage, pytest.mark.slow]
 
 
+@pytest.fixture
+def open_stdin() -> Iterator[None]:
+    """fd 0 an open pipe with no writer to close it, for the test's duration."""
+    read, write = os.pipe()
+    saved = os.dup(0)
+    os.dup2(read, 0)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 0)
+        for fd in (read, write, saved):
+            os.close(fd)
+
+
+@pytest.mark.usefixtures("open_stdin")
 def test_real_cli_sessions_read_like_ccusage(tmp_path: Path) -> None:
     home, project = tmp_path / "home", tmp_path / "project"
     with StandIn(opencode_cli.script(project)) as api:
