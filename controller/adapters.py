@@ -65,10 +65,7 @@ def number(value: Any) -> float | None:
 
 
 def count(value: Any) -> float | None:
-    """A number, an object's numeric `count` (Bernstein 3.23.0: `{"count": 2, "items": [...]}`),
-    or the length of a list or other object (e.g. `agents` as a list)."""
-    if isinstance(value, dict) and number(value.get("count")) is not None:
-        return number(value["count"])
+    """A number, or the length of a list or object (e.g. `agents` as a list)."""
     if isinstance(value, list | dict):
         return float(len(value))
     return number(value)

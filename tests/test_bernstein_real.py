@@ -169,6 +169,8 @@ def test_a_wrong_token_is_its_real_401_counted_and_logged_once(
     assert sum("GET" in m and "/status failing" in m for m in lines) == 1, lines
     assert all("401" in m for m in lines if "failing" in m), lines
     assert TOKEN not in "".join(lines) and "wrong" not in "".join(lines)
+    tokenless = adapter(bernstein, token=None)
+    assert "Authorization" not in tokenless.session.headers and not tokenless.observe().up
 
 
 @pytest.mark.parametrize("where", ["404", "500", "closed"])
@@ -201,3 +203,56 @@ def test_real_404_500_and_a_closed_port_are_counted_adapter_errors(
     finally:
         if where == "500":
             overlay_dir.unlink()
+
+
+def config_posts(b: Bernstein) -> int:
+    return b.server.log.read_text().count('"POST /config HTTP/1.1"')
+
+
+def test_a_level_is_posted_once_though_its_status_keeps_the_old_one(bernstein: Bernstein) -> None:
+    """/status reports the loaded config (6), not the overlay the adapter wrote: the level is
+    re-posted only when the reported value changes, never every cycle."""
+    driver = Driver(adapter(bernstein), memory())
+    before = config_posts(bernstein)
+    for now in range(4):
+        driver.observe()
+        driver.push(public(level=2), now=now)
+    assert driver.reading is not None and driver.reading.max_agents == 6
+    assert overlay_max_agents(bernstein.repo) == 2
+    assert config_posts(bernstein) - before == 1
+
+
+def test_it_recovers_after_its_real_500_and_forgets_the_failure(bernstein: Bernstein) -> None:
+    overlay_dir = git_dir(bernstein.repo) / "bernstein"
+    shutil.rmtree(overlay_dir)
+    overlay_dir.write_text("not a folder")
+    driver = Driver(adapter(bernstein), memory())
+    try:
+        driver.push(public(level=3), now=0)
+        assert driver.failing and driver.retry_at() == 5
+    finally:
+        overlay_dir.unlink()
+    driver.push(public(level=3), now=5)
+    assert not driver.failing and driver.retry_at() is None and driver.memo["config"] == 3
+    assert overlay_max_agents(bernstein.repo) == 3
+
+
+def test_a_drain_it_did_not_start_is_left_alone(bernstein: Bernstein) -> None:
+    assert bernstein.server.post("/drain").status_code == 200  # an operator drains
+    try:
+        driver = Driver(adapter(bernstein), memory())
+        driver.push(public(level=4), now=0)
+        driver.push(public(level=4), now=1)
+        assert bernstein.server.get("/drain").json()["draining"] is True
+    finally:
+        bernstein.server.post("/drain/cancel")
+
+
+def test_a_task_it_does_not_know_is_its_real_404_and_not_retried(bernstein: Bernstein) -> None:
+    driver = Driver(adapter(bernstein), memory())
+    decision = public(level=4, fail_tasks=("no-such-task",))
+    driver.push(decision, now=0)
+    driver.push(decision, now=1)
+    assert not driver.failing
+    log = bernstein.server.log.read_text()
+    assert log.count('"POST /tasks/no-such-task/fail HTTP/1.1" 404') == 1
