@@ -6,6 +6,7 @@ logged once. One server per module (start-up is 5-25 s)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import time
@@ -15,13 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import responses
 
 from agentwatch.controller import state
 from agentwatch.controller.adapters import Driver
 from agentwatch.controller.bernstein import BernsteinAdapter
+from agentwatch.controller.main import Controller, settings_from
 from agentwatch.controller.metrics import View, families
 from agentwatch.controller.policy import Settings, State
 from agentwatch.core.spool import render
+from agentwatch.sentinels import registry
 from tests.bernstein_support import (
     TOKEN,
     Server,
@@ -256,3 +260,50 @@ def test_a_task_it_does_not_know_is_its_real_404_and_not_retried(bernstein: Bern
     assert not driver.failing
     log = bernstein.server.log.read_text()
     assert log.count('"POST /tasks/no-such-task/fail HTTP/1.1" 404') == 1
+
+
+@responses.activate
+def test_the_controller_keeps_deciding_while_bernstein_refuses_it(
+    bernstein: Bernstein, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The real server answers 401 to every push: counted, logged once; the decision still
+    follows Alertmanager: paused, then held when it stops answering, then the fallback."""
+    am = f"http://127.0.0.1:{free_port()}"
+    responses.add_passthru(bernstein.server.url)
+    pause = {
+        "labels": {"alertname": "AgentwatchHostLoadHigh", "agentwatch_action": "pause"},
+        "fingerprint": "f1",
+        "status": {"state": "active", "silencedBy": [], "inhibitedBy": []},
+    }
+    responses.get(f"{am}/api/v2/alerts", json=[pause])
+    cfg = registry.config_from_mapping(
+        {
+            "state_dir": str(tmp_path / "state"),
+            "controller": {"max_agents": 4, "hold_for": 60, "alertmanagers": [am]},
+        }
+    )
+    controller = Controller(
+        cfg,
+        settings_from(cfg["controller"]),
+        [am],
+        tmp_path / "c.json",
+        adapter(bernstein, token="wrong"),
+        {},
+        spool_dir=tmp_path / "spool",
+        state_dir=tmp_path / "state",
+    )
+    with caplog.at_level(logging.WARNING, "agentwatch.controller"):
+        controller.cycle(now=1000)
+        assert json.loads((tmp_path / "c.json").read_text())["paused"] is True
+        responses.replace(responses.GET, f"{am}/api/v2/alerts", status=500)
+        controller.cycle(now=1030)
+        held = json.loads((tmp_path / "c.json").read_text())
+        assert (held["mode"], held["paused"]) == ("holding", True)
+        controller.cycle(now=1061)
+        fallen = json.loads((tmp_path / "c.json").read_text())
+        assert (fallen["mode"], fallen["max_agents"]) == ("fallback", 1)
+    assert controller.memory.counters["adapter_errors"] == {"bernstein": 3}  # past each backoff
+    assert not controller.cycle_gate.failing
+    failing = [r.getMessage() for r in caplog.records if "adapter bernstein" in r.getMessage()]
+    assert len(failing) == 1 and "401" in failing[0], failing
+    assert bernstein.server.get("/drain").json()["draining"] is False, "nothing got through"
