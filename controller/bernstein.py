@@ -1,7 +1,7 @@
 """The Bernstein adapter: push the decision through its task server, read its status back.
 
 Writes: POST /config {"max_agents": N}, POST /drain, POST /drain/cancel, POST /tasks/{id}/fail
-(bearer token optional). Reads: GET /status, GET /costs/current, GET /tasks, exported as
+(bearer token optional). Reads: GET /status, GET /costs/current, GET /drain, GET /tasks, as
 `agentwatch_orchestrator_*` so rules can use the run's spend, budget, agents and deadlines.
 Answers are parsed tolerantly (fields vary between Bernstein versions); what is missing is left
 out, never guessed.
@@ -63,7 +63,7 @@ class BernsteinAdapter:
         self.session = session or http_session(token)
         self.read_gates = {
             path: FailureGate(log, f"Bernstein GET {redact(url)}{path}")
-            for path in ("/status", "/costs/current", "/tasks")
+            for path in ("/status", "/costs/current", "/drain", "/tasks")
         }
         self.known_deadlines: dict[str, float] = {}
 
@@ -143,24 +143,36 @@ class BernsteinAdapter:
         return payload
 
     def observe(self) -> Reading:
-        """/status, /costs/current and /tasks into one reading; parts that fail are left out."""
+        """/status, /costs/current, /drain and /tasks into one reading; parts that fail are
+        left out. Bernstein 3.23.0 answers /status with the task counts at the top level, a
+        `summary` (agents, cost_usd, max_agents) and `agents`/`tasks` as {count, items}; older
+        or other servers put them at the top level: both are read, the summary first."""
         status = self._get("/status")
         if not isinstance(status, dict):
             if status is not None:
                 self.read_gates["/status"].failed("answer is not a JSON object")
             return Reading(up=False)
         reading = Reading(up=True)
-        agents = status.get("agents", status.get("active_agents"))
-        reading.agents = count(agents)
-        reading.max_agents = number(status.get("max_agents"))
-        reading.cost_usd = number(status.get("cost_usd", status.get("total_cost_usd")))
+        summary = status.get("summary")
+        layers = [summary, status] if isinstance(summary, dict) else [status]
+
+        def first(*keys: str) -> Any:
+            for layer in layers:
+                for key in keys:
+                    if layer.get(key) is not None:
+                        return layer[key]
+            return None
+
+        reading.agents = count(first("agents", "active_agents"))
+        reading.max_agents = number(first("max_agents"))
+        reading.cost_usd = number(first("cost_usd", "total_cost_usd"))
         draining = status.get("draining")
         reading.draining = draining if isinstance(draining, bool) else None
         counts = status.get("tasks")
-        if not isinstance(counts, dict):
-            counts = status
+        if isinstance(counts, dict) and not any(name in counts for name in TASK_STATUSES):
+            counts = None  # {count, items}: the counts are at the top level
         for name in TASK_STATUSES:
-            value = number(counts.get(name))
+            value = number(first(name) if counts is None else counts.get(name))
             if value is not None:
                 reading.tasks[name] = value
         costs = self._get("/costs/current")
@@ -168,6 +180,10 @@ class BernsteinAdapter:
             spent = number(costs.get("spent_usd"))
             reading.cost_usd = spent if spent is not None else reading.cost_usd
             reading.budget_usd = number(costs.get("budget_usd"))
+        if reading.draining is None:
+            drain = self._get("/drain")
+            if isinstance(drain, dict) and isinstance(drain.get("draining"), bool):
+                reading.draining = drain["draining"]
         reading.deadlines = self._deadlines(self._get("/tasks"))
         self.known_deadlines.update(reading.deadlines)
         if len(self.known_deadlines) > KNOWN_DEADLINES:
@@ -198,10 +214,20 @@ class BernsteinAdapter:
 
     @staticmethod
     def reconcile(reading: Reading, memo: dict[str, Any]) -> None:
-        """Re-apply what the orchestrator lost (a restart, a manual edit) on the next push."""
+        """Re-apply what the orchestrator lost (a restart, a manual edit) on the next push.
+
+        max_agents is re-pushed only when the reported value changed since the last reading:
+        Bernstein 3.23.0's /status reports its loaded config, which takes up the run overlay
+        that POST /config writes only at the orchestrator's hot reload (never under a bare
+        `bernstein serve`), so a mere difference would re-post the same value every cycle."""
         if not reading.up:
             return
-        if reading.max_agents is not None and memo.get("config") not in (None, reading.max_agents):
+        seen, memo["seen_max_agents"] = memo.get("seen_max_agents"), reading.max_agents
+        if (
+            reading.max_agents is not None
+            and reading.max_agents != seen
+            and memo.get("config") not in (None, reading.max_agents)
+        ):
             memo.pop("config", None)
         if reading.draining is False and memo.get("drained"):
             memo["drained"] = False

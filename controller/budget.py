@@ -1,18 +1,23 @@
 """Resolve the run's budget cap, exported so budget rules compare spend against it.
 
-Precedence (first source that gives a usable value wins):
-1. the environment variable AGENTWATCH_MAX_COST_USD — blank is ignored; a value that is not a
-   finite number is logged as a warning and falls through (a typo must never silently disable
-   the guard); zero or negative means "unlimited" (an explicit choice of whoever set it);
-2. the orchestrator's run config, a JSON file with `per_run_max_cost_usd` (Bernstein writes
-   `.sdd/runtime/run_config.json`) — a positive number wins; zero, negative, null or missing
-   mean "not set here" and fall through, so an orchestrator that writes 0 for "no flag given"
-   does not erase the user's cap; an unreadable file or a non-number warns and falls through;
-3. Bernstein's `bernstein.yaml` `seed.budget_usd` (`controller.bernstein_config_file`, by
-   default next to the run config's project root) — the same rules as the run config: a
-   positive number wins, anything else falls through, an unreadable file warns once;
-4. the config file's `controller.budget_usd` when positive;
-5. 0 = unlimited (source `default`).
+Bernstein's own precedence (3.23.0 `resolve_run_budget_usd` and its seed), with agentwatch's
+explicit override on top; the first source that gives a usable value wins:
+1. `AGENTWATCH_MAX_COST_USD` (source `env`), an explicit override of everything below;
+2. `BERNSTEIN_MAX_COST_USD` (source `bernstein_env`), set by `bernstein run --max-cost-usd N`.
+   For both variables: blank is ignored; a value that is not a finite number is logged at
+   warning once and falls through (a typo must never silently disable the guard); zero or
+   negative means "unlimited" (0), an explicit choice of whoever set it;
+3. the run config `.sdd/runtime/run_config.json`: `budget_usd` (what Bernstein 3.23.0 reads),
+   else `per_run_max_cost_usd` (the seed's name) — a positive number wins; zero, negative,
+   null or missing fall through (Bernstein treats them as "not set" too); an unreadable file
+   or a non-number warns once and falls through;
+4. `bernstein.yaml`: the top-level `budget` that `bernstein init` writes (`"$10"`, `10`,
+   `"10"`, parsed as Bernstein's seed parser does), else `seed.budget_usd` — the same rules;
+5. the config file's `controller.budget_usd` when positive;
+6. 0 = unlimited (source `default`).
+
+The project folder is enough: `controller.bernstein_config_file` (its `bernstein.yaml`) gives
+the run config beside it, and `controller.run_config_file` gives `bernstein.yaml` beside it.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -28,9 +34,11 @@ from agentwatch.core.bounded import CONFIG_LIMIT, DATA_LIMIT, FileRefused, read_
 from agentwatch.core.log import FailureGate
 
 ENV_VAR = "AGENTWATCH_MAX_COST_USD"
-RUN_CONFIG_KEY = "per_run_max_cost_usd"
-BERNSTEIN_KEY = "seed.budget_usd"
-SOURCES = ("env", "run_config", "bernstein_config", "config", "default")
+BERNSTEIN_ENV_VAR = "BERNSTEIN_MAX_COST_USD"
+RUN_CONFIG_KEYS = ("budget_usd", "per_run_max_cost_usd")
+SOURCES = ("env", "bernstein_env", "run_config", "bernstein_config", "config", "default")
+DOLLARS = re.compile(r"^\$(\d+(?:\.\d+)?)$")  # Bernstein's seed parser: "$20", "$2.5"
+RUN_CONFIG_PARTS = (".sdd", "runtime", "run_config.json")
 
 
 def default_bernstein_config(run_config_file: Path | None) -> Path | None:
@@ -39,21 +47,56 @@ def default_bernstein_config(run_config_file: Path | None) -> Path | None:
     if run_config_file is None:
         return None
     parts = run_config_file.parts
-    if len(parts) < 4 or parts[-3:] != (".sdd", "runtime", "run_config.json"):
+    if len(parts) < 4 or parts[-3:] != RUN_CONFIG_PARTS:
         return None
     return run_config_file.parents[2] / "bernstein.yaml"
 
 
-def _positive(value: Any, gate: FailureGate, key: str) -> float | None:
-    """A positive number wins; missing, zero or negative fall through; anything else warns."""
-    if value is None:
+def default_run_config(bernstein_config_file: Path | None) -> Path | None:
+    """`<root>/.sdd/runtime/run_config.json` beside Bernstein's `<root>/bernstein.yaml`."""
+    if bernstein_config_file is None:
+        return None
+    return bernstein_config_file.parent.joinpath(*RUN_CONFIG_PARTS)
+
+
+def dollars(value: Any) -> Any:
+    """Bernstein's budget forms: a number, `"$N"` or a numeric string, as a float; anything
+    else is returned unchanged (then refused as not a number)."""
+    if isinstance(value, str):
+        text = value.strip()
+        match = DOLLARS.match(text)
+        try:
+            return float(match.group(1) if match else text)
+        except ValueError:
+            return value
+    return value
+
+
+def first_positive(found: list[tuple[str, Any]]) -> tuple[float | None, str | None]:
+    """(the first positive number of (key, value) pairs, the first problem): missing, zero or
+    negative fall through; a value that is not a finite number is a problem and falls through."""
+    problem = None
+    for key, value in found:
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            value = math.nan
+        if not math.isfinite(value):
+            problem = problem or f"{key} is not a number; ignored"
+            continue
+        if value > 0:
+            return float(value), problem
+    return None, problem
+
+
+def _settle(gate: FailureGate, picked: tuple[float | None, str | None]) -> float | None:
+    """One gate call per source and cycle, so a bad value warns once, not every cycle."""
+    value, problem = picked
+    if problem is None:
         gate.succeeded()
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        gate.failed(f"{key} is not a number; ignored")
-        return None
-    gate.succeeded()
-    return float(value) if value > 0 else None
+    else:
+        gate.failed(problem)
+    return value
 
 
 log = logging.getLogger("agentwatch.controller")
@@ -68,30 +111,33 @@ class BudgetResolver:
         config_budget: float,
         bernstein_config_file: Path | None = None,
     ):
-        self.run_config_file = run_config_file
+        self.run_config_file = run_config_file or default_run_config(bernstein_config_file)
         self.config_budget = config_budget
         self.bernstein_config_file = bernstein_config_file or default_bernstein_config(
             run_config_file
         )
-        self.env_gate = FailureGate(log, f"budget from ${ENV_VAR}")
-        self.file_gate = FailureGate(log, f"budget from run config {run_config_file}")
+        self.env_gates = {
+            name: FailureGate(log, f"budget from ${name}") for name in (ENV_VAR, BERNSTEIN_ENV_VAR)
+        }
+        self.file_gate = FailureGate(log, f"budget from run config {self.run_config_file}")
         self.yaml_gate = FailureGate(
             log, f"budget from Bernstein config {self.bernstein_config_file}"
         )
 
-    def _from_env(self, env: Mapping[str, str]) -> float | None:
-        text = env.get(ENV_VAR, "").strip()
+    def _from_env(self, env: Mapping[str, str], name: str) -> float | None:
+        gate = self.env_gates[name]
+        text = env.get(name, "").strip()
         if not text:
-            self.env_gate.succeeded()
+            gate.succeeded()
             return None
         try:
             value = float(text)
         except ValueError:
             value = math.nan
         if not math.isfinite(value):
-            self.env_gate.failed(f"{text[:40]!r} is not a number; ignored")
+            gate.failed(f"{text[:40]!r} is not a number; ignored")
             return None
-        self.env_gate.succeeded()
+        gate.succeeded()
         return max(value, 0.0)
 
     def _from_run_config(self) -> float | None:
@@ -108,8 +154,9 @@ class BudgetResolver:
         except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
             self.file_gate.failed(f"unreadable or not JSON ({type(err).__name__}); ignored")
             return None
-        value = raw.get(RUN_CONFIG_KEY) if isinstance(raw, dict) else None
-        return _positive(value, self.file_gate, RUN_CONFIG_KEY)
+        if not isinstance(raw, dict):
+            raw = {}
+        return _settle(self.file_gate, first_positive([(k, raw.get(k)) for k in RUN_CONFIG_KEYS]))
 
     def _from_bernstein_config(self) -> float | None:
         import yaml
@@ -130,15 +177,21 @@ class BudgetResolver:
         except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError) as err:
             self.yaml_gate.failed(f"unreadable or not YAML ({type(err).__name__}); ignored")
             return None
-        seed = raw.get("seed") if isinstance(raw, dict) else None
-        value = seed.get("budget_usd") if isinstance(seed, dict) else None
-        return _positive(value, self.yaml_gate, BERNSTEIN_KEY)
+        if not isinstance(raw, dict):
+            raw = {}
+        seed = raw.get("seed")
+        found = [
+            ("budget", dollars(raw.get("budget"))),
+            ("seed.budget_usd", seed.get("budget_usd") if isinstance(seed, dict) else None),
+        ]
+        return _settle(self.yaml_gate, first_positive(found))
 
     def resolve(self, env: Mapping[str, str]) -> tuple[float, str]:
         """(cap in USD, source); 0 means unlimited."""
-        from_env = self._from_env(env)
-        if from_env is not None:
-            return from_env, "env"
+        for name, source in ((ENV_VAR, "env"), (BERNSTEIN_ENV_VAR, "bernstein_env")):
+            from_env = self._from_env(env, name)
+            if from_env is not None:
+                return from_env, source
         from_file = self._from_run_config()
         if from_file is not None:
             return from_file, "run_config"

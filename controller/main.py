@@ -19,9 +19,18 @@ from typing import Any
 
 from prometheus_client.metrics_core import Metric
 
-from agentwatch.controller import adapters, metrics, orchestrators, policy, server, state
+from agentwatch.controller import (
+    adapters,
+    continuation,
+    metrics,
+    orchestrators,
+    policy,
+    server,
+    state,
+)
 from agentwatch.controller.alerts import AlertReader
 from agentwatch.controller.budget import BudgetResolver
+from agentwatch.controller.continuation import ContinuationReader
 from agentwatch.controller.nudge import Nudger
 from agentwatch.controller.spend import SpendReader
 from agentwatch.controller.web import redact
@@ -93,6 +102,9 @@ class Controller:
             str(section["budget_period"]),
         )
         self.memory = state.load(state_file, settings)
+        self.continuation = ContinuationReader(
+            continuation.events_file(self.budget.bernstein_config_file), self.memory
+        )
         if self.memory.discarded is not None:
             self.memory.count("state_discarded", self.memory.discarded)
         self.driver = adapters.Driver(adapter, self.memory) if adapter else None
@@ -145,6 +157,7 @@ class Controller:
             self.driver.observe()
             self.driver.push(public, now)
         self.nudger.step(decided.nudges, snapshot.alerts is not None, now)
+        self.continuation.read()
         self.view.alertmanagers = snapshot.up
         self.view.alerts = snapshot.alerts
         self.view.budget = budget

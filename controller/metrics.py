@@ -21,6 +21,7 @@ from agentwatch.controller.adapters import ADAPTERS, Reading
 from agentwatch.controller.alerts import ACTIONS, Alert
 from agentwatch.controller.budget import SOURCES
 from agentwatch.controller.burn import Burn
+from agentwatch.controller.continuation import REASONS as CONTINUATION_REASONS
 from agentwatch.controller.nudge import RESULTS
 from agentwatch.controller.policy import (
     BREAKER_STATES,
@@ -166,6 +167,18 @@ def families(view: View) -> Iterator[Metric]:
         "State files that could not be read or parsed and were set aside for a fresh start.",
         "reason",
         DISCARD_REASONS,
+    )
+    yield _counter(
+        view,
+        "continuation_retries",
+        "Bernstein's commit-completion retries (agent.retry_continuation events), by reason.",
+        "reason",
+        CONTINUATION_REASONS,
+    )
+    yield CounterMetricFamily(
+        C + "continuation_malformed",
+        "Lines of Bernstein's retry_continuation events file that were not such an event.",
+        view.memory.counters.get("continuation_malformed", {}).get("", 0.0),
     )
     yield CounterMetricFamily(
         C + "malformed_alerts",

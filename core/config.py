@@ -416,8 +416,9 @@ BASE_SCHEMA: dict[str, Any] = {
         "bernstein_config_file": Key(
             None,
             optional_path,
-            "bernstein.yaml with seed.budget_usd (default: <root>/bernstein.yaml when "
-            "run_config_file is <root>/.sdd/runtime/run_config.json)",
+            "the Bernstein project's bernstein.yaml (budget, seed.budget_usd); its "
+            ".sdd/runtime/run_config.json is found beside it (default: <root>/bernstein.yaml "
+            "when run_config_file is <root>/.sdd/runtime/run_config.json)",
             missing_path,
         ),
         "burn": {
@@ -436,7 +437,8 @@ BASE_SCHEMA: dict[str, Any] = {
         "run_config_file": Key(
             None,
             optional_path,
-            "orchestrator run config with per_run_max_cost_usd (Bernstein)",
+            "Bernstein's run config with budget_usd or per_run_max_cost_usd (default: "
+            ".sdd/runtime/run_config.json beside bernstein_config_file)",
             missing_path,
         ),
         "orchestrator": {

@@ -4,6 +4,7 @@ metrics the budget rules compare, and the config keys that steer it."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -13,13 +14,20 @@ from pathlib import Path
 import pytest
 
 from agentwatch.controller import state
-from agentwatch.controller.budget import ENV_VAR, BudgetResolver, default_bernstein_config
+from agentwatch.controller.budget import (
+    BERNSTEIN_ENV_VAR,
+    ENV_VAR,
+    BudgetResolver,
+    default_bernstein_config,
+    default_run_config,
+)
 from agentwatch.controller.metrics import View, families
 from agentwatch.controller.policy import Settings, State
 from agentwatch.controller.spend import Spend, SpendReader, resolve_period
 from agentwatch.core import config, run_budget
 from agentwatch.core.spool import render
-from tests.conftest import samples
+from tests.bernstein_support import project
+from tests.conftest import CLI, free_port, samples
 
 PROMTOOL = shutil.which("promtool")
 LEDGER = """# HELP agentwatch_spend_usd Cost since the start of the period.
@@ -55,6 +63,19 @@ def bernstein_root(tmp_path: Path, yaml_text: str | None, run_config: str | None
         (None, None, "seed: [1, 2]", 50, (50.0, "config")),
         (None, None, "{{{ not yaml", 50, (50.0, "config")),  # unreadable: warns
         (None, None, None, 0, (0.0, "default")),
+        # Bernstein 3.23.0's own forms: the run config's budget_usd, bernstein.yaml's budget
+        (None, '{"budget_usd": 15, "per_run_max_cost_usd": 40}', 'budget: "$10"', 0,
+         (15.0, "run_config")),
+        (None, '{"budget_usd": 0, "per_run_max_cost_usd": 40}', None, 0, (40.0, "run_config")),
+        (None, None, 'budget: "$10"\nseed: {budget_usd: 30}', 0, (10.0, "bernstein_config")),
+        (None, None, 'budget: "$2.5"', 0, (2.5, "bernstein_config")),
+        (None, None, "budget: 20", 0, (20.0, "bernstein_config")),
+        (None, None, 'budget: " 20 "', 0, (20.0, "bernstein_config")),
+        (None, None, 'budget: "$0"\nseed: {budget_usd: 30}', 0, (30.0, "bernstein_config")),
+        (None, None, 'budget: "ten dollars"\nseed: {budget_usd: 30}', 0,
+         (30.0, "bernstein_config")),  # warns
+        (None, None, 'budget: "$1e9"', 50, (50.0, "config")),  # not Bernstein's "$N": warns
+        (None, None, "budget: .nan", 50, (50.0, "config")),
     ],
 )  # fmt: skip
 def test_budget_precedence_with_bernstein_yaml(
@@ -77,6 +98,46 @@ def test_bernstein_yaml_default_and_explicit_path(tmp_path: Path) -> None:
     explicit = tmp_path / "elsewhere.yaml"
     explicit.write_text("seed:\n  budget_usd: 7\n")
     assert BudgetResolver(None, 0, explicit).resolve({}) == (7.0, "bernstein_config")
+    runtime = tmp_path / ".sdd" / "runtime"
+    assert default_run_config(explicit) == runtime / "run_config.json"
+    runtime.mkdir(parents=True)
+    (runtime / "run_config.json").write_text('{"budget_usd": 9}')
+    assert BudgetResolver(None, 0, explicit).resolve({}) == (9.0, "run_config"), "one key"
+
+
+@pytest.mark.parametrize(
+    ("env", "expect"),
+    [
+        ({BERNSTEIN_ENV_VAR: "7.5"}, (7.5, "bernstein_env")),
+        ({BERNSTEIN_ENV_VAR: "0"}, (0.0, "bernstein_env")),  # explicit unlimited
+        ({BERNSTEIN_ENV_VAR: "-2"}, (0.0, "bernstein_env")),  # non-positive: 0
+        ({BERNSTEIN_ENV_VAR: " "}, (40.0, "run_config")),  # blank: ignored
+        ({BERNSTEIN_ENV_VAR: "7,5"}, (40.0, "run_config")),  # invalid: warns, falls through
+        ({BERNSTEIN_ENV_VAR: "inf"}, (40.0, "run_config")),
+        ({BERNSTEIN_ENV_VAR: "7.5", ENV_VAR: "3"}, (3.0, "env")),  # agentwatch's override
+        ({BERNSTEIN_ENV_VAR: "7.5", ENV_VAR: "x"}, (7.5, "bernstein_env")),
+    ],
+)
+def test_bernstein_env_comes_before_the_files(
+    tmp_path: Path, env: dict[str, str], expect: tuple[float, str]
+) -> None:
+    path = bernstein_root(tmp_path, 'budget: "$10"', '{"budget_usd": 40}')
+    assert BudgetResolver(path, 50, None).resolve(env) == expect
+
+
+def test_an_invalid_value_warns_once_per_source(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = bernstein_root(tmp_path, 'budget: "lots"\nseed: {budget_usd: 8}', '{"budget_usd": "x"}')
+    resolver = BudgetResolver(path, 0, None)
+    with caplog.at_level(logging.WARNING, "agentwatch.controller"):
+        for _ in range(4):
+            assert resolver.resolve({BERNSTEIN_ENV_VAR: "abc"}) == (8.0, "bernstein_config")
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 3, lines
+    assert any(BERNSTEIN_ENV_VAR in m for m in lines)
+    assert any("budget_usd is not a number" in m for m in lines)
+    assert any("budget is not a number" in m for m in lines)
 
 
 def test_a_broken_bernstein_yaml_warns_once(
@@ -213,3 +274,69 @@ def test_a_fifo_in_place_of_the_ledger_file_is_refused_unread(tmp_path: Path) ->
     spend = reader(tmp_path, None)
     os.mkfifo(tmp_path / "spool" / "token-ledger.prom")
     assert spend.read(1.0) == Spend(1.0, "orchestrator"), "never blocks on the FIFO"
+
+
+# --- the real controller process, with real files ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bernstein_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder set up by the real `bernstein init` (its bernstein.yaml says budget: "$10")."""
+    return project(tmp_path_factory.mktemp("budget"))
+
+
+def controller_limit(
+    tmp_path: Path, env: dict[str, str], controller: dict[str, object] | None = None
+) -> tuple[dict[str, float], str]:
+    """Runs `agentwatch controller --once` with only `env` set of the budget variables;
+    (agentwatch_budget_limit_usd by source, its log)."""
+    config = tmp_path / "config.yaml"
+    config.write_text(json.dumps({"controller": controller or {}}))
+    spool, states = tmp_path / "spool", tmp_path / "state"
+    clean = {k: v for k, v in os.environ.items() if not k.endswith("_MAX_COST_USD")}
+    ran = subprocess.run(
+        [*CLI, "--config", str(config), "controller", "--once", "--spool-dir", str(spool),
+         "--state-dir", str(states), "--state-file", str(tmp_path / "controller.json"),
+         "--alertmanager", f"http://127.0.0.1:{free_port()}"],
+        env={**clean, **env}, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    series = samples((spool / "controller.prom").read_text())
+    limits = {
+        dict(labels)["source"]: value
+        for (name, labels), value in series.items()
+        if name == "agentwatch_budget_limit_usd"
+    }
+    return limits, ran.stderr
+
+
+def test_the_controller_takes_bernsteins_env_cap_with_nothing_configured(
+    tmp_path: Path,
+) -> None:
+    assert controller_limit(tmp_path, {BERNSTEIN_ENV_VAR: "7.5"})[0] == {"bernstein_env": 7.5}
+    over, _ = controller_limit(tmp_path, {BERNSTEIN_ENV_VAR: "7.5", ENV_VAR: "3"})
+    assert over == {"env": 3.0}
+    assert controller_limit(tmp_path, {})[0] == {"default": 0.0}
+
+
+def test_the_controller_walks_down_the_rungs_of_a_bernstein_project(
+    tmp_path: Path, bernstein_project: Path
+) -> None:
+    """One key, the project's bernstein.yaml: its run config and its own budget follow."""
+    yaml_file = bernstein_project / "bernstein.yaml"
+    assert 'budget: "$10"' in yaml_file.read_text(), "what bernstein init writes"
+    key = {"bernstein_config_file": str(yaml_file)}
+    run_config = bernstein_project / ".sdd" / "runtime" / "run_config.json"
+    run_config.write_text('{"budget_usd": 12.5}')
+    try:
+        limits, _ = controller_limit(tmp_path, {BERNSTEIN_ENV_VAR: "7.5"}, key)
+        assert limits == {"bernstein_env": 7.5}
+        assert controller_limit(tmp_path, {}, key)[0] == {"run_config": 12.5}
+        run_config.write_text('{"per_run_max_cost_usd": 11}')
+        assert controller_limit(tmp_path, {}, key)[0] == {"run_config": 11.0}
+    finally:
+        run_config.unlink()
+    assert controller_limit(tmp_path, {}, key)[0] == {"bernstein_config": 10.0}
+    limits, log = controller_limit(tmp_path, {BERNSTEIN_ENV_VAR: "ten"}, key)
+    assert limits == {"bernstein_config": 10.0}, "an invalid cap never disables the guard"
+    assert log.count(BERNSTEIN_ENV_VAR) == 1 and "WARNING" in log
