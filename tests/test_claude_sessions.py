@@ -221,21 +221,29 @@ def test_rotation_is_followed_without_losing_or_repeating_a_line(tmp_path: Path)
     assert value(found, "agentwatch_claude_events_read_total") == 6
 
 
-def test_a_file_rotated_away_twice_is_counted_lost(tmp_path: Path) -> None:
-    """The new events.jsonl usually gets the inode of the file the second rotation freed
-    (ours): the fingerprint of its first bytes tells them apart."""
+def test_a_file_rotated_out_of_the_chain_is_counted_lost_exactly(tmp_path: Path) -> None:
+    """KEEP_ROTATED + 1 rotations before the next read: the file being read is deleted with
+    one line unread; that one line is counted lost (dropped.json's count, less the three
+    read), every other line is read once. The new events.jsonl often gets the inode a
+    deleted file freed: the fingerprint of its first bytes tells them apart."""
     now = time.time() - 10
-    append(tmp_path, event("s", "PostToolUse", now, tool="Bash"))
+    post = lambda n: event("s", "PostToolUse", now + n, tool="Bash", n=n)  # noqa: E731
+    append(tmp_path, post(0), post(1), post(2))
     work = build(tmp_path)
     work.cycle()
-    for n in range(2):  # two rotations before the next read: the first file is gone
-        append(tmp_path, event("s", "PostToolUse", now + 1 + n, tool="Bash"))
+    append(tmp_path, post(3))  # never read: its file goes first
+    for n in range(claude_events.KEEP_ROTATED + 1):
         rotate(tmp_path)
-    append(tmp_path, event("s", "PostToolUse", now + 3, tool="Bash"))
+        append(tmp_path, post(4 + n))
     work.cycle()
     found = scrape(work)
     assert value(found, "agentwatch_claude_spool_resets_total", reason="lost") == 1
-    assert tool_calls(found) == 3  # the first line, the newer rotated file's, the current one
+    assert value(found, "agentwatch_claude_events_lost_total", reason="rotated") == 1
+    assert tool_calls(found) == 3 + claude_events.KEEP_ROTATED + 1
+    assert value(found, "agentwatch_claude_events_read_total") == 3 + claude_events.KEEP_ROTATED + 1
+    work.cycle()  # nothing new: counted once
+    found = scrape(work)
+    assert value(found, "agentwatch_claude_events_lost_total", reason="rotated") == 1
 
 
 def test_bad_lines_are_rejected_by_reason(tmp_path: Path) -> None:
