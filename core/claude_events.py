@@ -53,11 +53,11 @@ import contextlib
 import os
 from pathlib import Path
 
+from agentwatch.core import paths
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # without importing typing at run time (the hook's start)
     from typing import Any
-
-from agentwatch.core import paths
 
 VERSION = 1
 EVENTS = "events.jsonl"
