@@ -7,6 +7,7 @@ through 4 rotations it read 18,891 of 30,100 and said "lost" once, not how many.
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import subprocess
@@ -74,10 +75,8 @@ def fill(spool: Path, number: int) -> int:
 
 def hook(state: Path, number: int) -> None:
     """One real `agentwatch hook` call (the one that finds the spool full rotates it)."""
-    payload = '{"session_id":"%s","hook_event_name":"Stop","cwd":"/w/busy-project","n":%d}' % (
-        SESSIONS[0],
-        number,
-    )
+    stop = {"session_id": SESSIONS[0], "hook_event_name": "Stop", "cwd": "/w/p", "n": number}
+    payload = json.dumps(stop)
     done = subprocess.run(
         [AGENTWATCH, "hook", "--state-dir", str(state)],
         input=payload.encode(),
