@@ -408,6 +408,25 @@ def test_quota_comes_from_the_freshest_snapshot_with_rate_limits(tmp_path: Path)
     assert value(scrape(work), "agentwatch_quota_used_ratio", window="five_hour") == 0.5
 
 
+def test_model_windows_come_from_the_freshest_snapshot_that_has_them(tmp_path: Path) -> None:
+    now = time.time()
+    at = now + 5 * 86400
+    snapshot(tmp_path, "a", t=now - 20, model_windows={"Fable": {"used_ratio": 0.3}})
+    snapshot(tmp_path, "b", t=now - 5, cost_usd=1e308,  # a file not from our writer
+             model_windows={"Fable": {"used_ratio": 0.425, "resets_at": at},
+                            **{f"m{n}": {"used_ratio": 0.1} for n in range(20)}})  # fmt: skip
+    snapshot(tmp_path, "c", t=now, cost_usd=2.0)  # newest, without per-model windows
+    work = build(tmp_path)
+    work.cycle()
+    found = scrape(work)
+    assert value(found, "agentwatch_quota_model_used_ratio", model="Fable") == 0.425
+    assert value(found, "agentwatch_quota_model_resets_timestamp_seconds", model="Fable") == at
+    used = [key for key in found if key[0] == "agentwatch_quota_model_used_ratio"]
+    assert len(used) == claude_events.MAX_MODEL_WINDOWS
+    costs = [key for key in found if key[0] == "agentwatch_claude_session_cost_usd"]
+    assert [dict(labels)["session"] for _, labels in costs] == ["c"]  # 1e308 is not a cost
+
+
 def test_writer_failures_are_exported_by_reason(tmp_path: Path) -> None:
     counters = spool.folder(tmp_path) / claude_events.COUNTERS
     counters.write_text(json.dumps({"bad_json": 3, "spool_unwritable": 1, "weird": "x"}))

@@ -111,6 +111,24 @@ def test_the_pane_and_an_unknown_event(tmp_path: Path) -> None:
     assert claude_events.read_counters(state) == {claude_events.UNKNOWN_EVENT: 1}
 
 
+def test_message_display_and_post_tool_batch_are_ignored_not_unknown(tmp_path: Path) -> None:
+    """2.1.328 sends both to a hook configured for them (their fields from the binary:
+    MessageDisplay turn_id, message_id, index, final, delta (the text!); PostToolBatch
+    tool_calls): no line, no count, and never the message text."""
+    state = tmp_path / "state"
+    base = {key: value for key, value in fixture("Stop.json"[:-5]).items()
+            if key in ("session_id", "transcript_path", "cwd", "permission_mode")}  # fmt: skip
+    display = {**base, "hook_event_name": "MessageDisplay", "turn_id": "t1",
+               "message_id": "msg_1", "index": 0, "final": True,
+               "delta": "PLANTED text"}  # fmt: skip
+    batch = {**base, "hook_event_name": "PostToolBatch",
+             "tool_calls": [{"tool_name": "Bash", "tool_use_id": "toolu_1"}]}  # fmt: skip
+    for payload in (display, batch):
+        call(state, json.dumps(payload).encode())
+    assert claude_events.read_counters(state) == {}
+    assert not (claude_events.events_dir(state) / claude_events.EVENTS).exists()
+
+
 @pytest.mark.parametrize(
     ("data", "reason"),
     [
