@@ -51,7 +51,7 @@ def parse(data: bytes) -> Snapshot | None:
     """A snapshot of the contract's shape, or None."""
     try:
         raw = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(raw, dict) or raw.get("v") != claude_events.VERSION:
         return None
@@ -110,7 +110,7 @@ class Snapshots:
         for name in names:
             path = self.folder / name
             try:
-                info = os.stat(path)
+                info = os.lstat(path)  # a symlink is its own identity, and refused below
             except OSError:
                 continue
             identity = (info.st_ino, info.st_size, info.st_mtime_ns)
@@ -119,7 +119,7 @@ class Snapshots:
                 kept[name] = old
                 continue
             try:
-                snapshot = parse(bounded.read_bytes(path, SNAPSHOT_LIMIT))
+                snapshot = parse(bounded.read_bytes(path, SNAPSHOT_LIMIT, follow=False))
             except OSError:
                 snapshot = None
             if snapshot is None:

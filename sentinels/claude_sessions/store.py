@@ -31,10 +31,10 @@ class Store:
     def load(self, table: Table, counts: Counter[str]) -> Position:
         """Fill `table` and `counts` from the file; the position to read on from."""
         try:
-            raw: Any = json.loads(bounded.read_text(self.path, bounded.STATE_LIMIT))
+            raw: Any = json.loads(bounded.read_text(self.path, bounded.STATE_LIMIT, follow=False))
         except FileNotFoundError:
             return Position.start()
-        except (OSError, ValueError) as err:
+        except (OSError, ValueError, RecursionError) as err:
             return self._reject(err)
         try:
             if raw["format"] != FORMAT:

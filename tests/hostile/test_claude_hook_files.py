@@ -188,3 +188,25 @@ def test_a_settings_file_nested_400k_deep_is_refused_in_one_line(tmp_path: Path)
     assert done.stderr.strip().splitlines() == [
         f"agentwatch install: {settings} is nested too deep to be Claude Code settings"
     ]
+
+
+def test_deep_spool_lines_and_snapshots_are_rejected_not_a_crash(
+    tmp_path: Path, folder: Path
+) -> None:
+    """What the sentinel reads back can be nested past the parser too (a line of 2 KiB of
+    `[`, a 60 KiB snapshot of them): rejected and counted, the good event beside it read."""
+    hook(tmp_path / "state")
+    with (folder / claude_events.EVENTS).open("ab") as spool:
+        spool.write(b"[" * 2000 + b"\n")
+    (folder / claude_events.STATUS).mkdir()
+    (folder / claude_events.STATUS / "deep.json").write_bytes(b"[" * 60_000)
+    dirs = {"state": tmp_path / "state", "spool": tmp_path / "spool"}
+    dirs["spool"].mkdir()
+    result, values = once("claude-sessions", dirs)
+    assert "Traceback" not in result.stderr and "RecursionError" not in result.stderr
+    assert [v for _, v in series(values, "agentwatch_claude_events_read_total")] == [1]
+    rejected = {
+        labels["reason"]: value
+        for labels, value in series(values, "agentwatch_claude_events_rejected_total")
+    }
+    assert rejected["bad_json"] == 1
