@@ -85,6 +85,9 @@ def test_a_real_tui_session_with_hooks_and_statusline(tmp_path: Path) -> None:
             tmux.run("send-keys", "-t", "s", "Enter")
             drawn = wait_for(screen, r"users-own-line\s*\n.*\$0\.\d\d · ctx \d+%", 60)
             assert "Made it." in wait_for(screen, "Made it", 30), drawn
+            # the answer is drawn before the Stop hook's process has run: on a loaded machine
+            # killing the session right away raced it (the event was never written)
+            wait_for(lambda: [e["e"] for e in spool(state)], "'Stop'", 30)
         finally:
             tmux.kill()
     lines = spool(state)
