@@ -59,8 +59,9 @@ SCRIPT = {
 
 def settings(state: Path) -> dict[str, object]:
     command = f"{AGENTWATCH} hook --state-dir {state}"
-    hooks = {event: [{"hooks": [{"type": "command", "command": command}]}]
-             for event in claude_events.HOOK_EVENTS}  # fmt: skip
+    # the entries install writes (SessionEnd's with its timeout: without one, a loaded machine
+    # had Claude Code cancel it)
+    hooks = {event: [claude_settings.group(command, event)] for event in claude_events.HOOK_EVENTS}
     return {"hooks": hooks}
 
 

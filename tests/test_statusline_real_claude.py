@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from agentwatch.cli import statusline
+from agentwatch.cli import claude_settings, statusline
 from agentwatch.core import claude_events
 from agentwatch.demo.anthropic_api.script import parse
 from agentwatch.demo.anthropic_api.served import ServedLog
@@ -41,8 +41,7 @@ def test_a_real_tui_session_with_hooks_and_statusline(tmp_path: Path) -> None:
     hook = f"{AGENTWATCH} hook --state-dir {state}"
     status = f"{AGENTWATCH} statusline --state-dir {state}"
     settings = {
-        "hooks": {e: [{"hooks": [{"type": "command", "command": hook}]}]
-                  for e in claude_events.HOOK_EVENTS},
+        "hooks": {e: [claude_settings.group(hook, e)] for e in claude_events.HOOK_EVENTS},
         "statusLine": {"type": "command", "command": status},
     }  # fmt: skip
     (home / ".claude").mkdir()
