@@ -256,9 +256,12 @@ _DROP_LIMIT = 64 << 20  # a rotated file larger than this is not counted (not th
 
 
 def _drop(folder: Path, path: Path) -> None:
-    """Delete the oldest rotated file, its lines counted in dropped.json first (under the
-    rotate lock). Its identity (inode and a hash of its first MARK bytes) lets a reader that
-    read part of it subtract what it did read."""
+    """Delete the oldest rotated file (under the rotate lock): its lines counted, the file
+    deleted, then the count added to dropped.json (a reader that finds the file gone before
+    the record is there counts it at its next look). Its identity (inode and a hash of its
+    first MARK bytes) lets a reader that read part of it subtract what it did read. A writer
+    killed between the delete and the record loses that count: the one gap, a SIGKILL to a
+    hook inside a few microseconds once per ROTATE_BYTES."""
     import hashlib
     import json
 

@@ -6,7 +6,7 @@ the identity of the file being read, the offset of the first unread byte and the
 from it; when `events.jsonl` is no longer that file, the rest of it is read from wherever it
 moved in the chain before the next file is begun at 0. A follower that fell so far behind
 that its file was deleted counts that (`lost`, per file) and goes on with the oldest file
-left; how many events it never read comes from dropped.json (`Losses`).
+left; how many events it never read comes from dropped.json (`account`).
 
 An inode number alone is not an identity: the inode of a rotated file that was replaced is
 free again, and the next `events.jsonl` often gets it. So an identity is the inode and a hash
