@@ -81,6 +81,8 @@ def read(path: Path) -> tuple[bytes | None, dict[str, Any]]:
         document = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError) as err:
         raise SettingsError(f"{path} is not valid JSON ({_first_line(err)})") from err
+    except RecursionError:  # 400k `[`: deeper than the parser goes, and than any settings
+        raise SettingsError(f"{path} is nested too deep to be Claude Code settings") from None
     check(path, document)
     return raw, document
 
@@ -101,25 +103,42 @@ def check(path: Path, document: Any) -> None:
         raise SettingsError(f"{path}: 'statusLine' is not an object")
 
 
-def group(command: str) -> dict[str, Any]:
-    """agentwatch's matcher group for one event: no matcher (every tool, every source)."""
-    return {"hooks": [{"type": "command", "command": command}]}
+# Claude Code 2.1.328 gives the SessionEnd hooks 1.5 s in all unless a hook sets `timeout`
+# (seconds; the largest one counts, up to 60 s): a Python start on a loaded machine took longer
+# and was cancelled ("Hook cancelled"). Ten seconds is far above the hook's p99 under load
+# (bench/bench_hook_latency.py); the session's exit waits only as long as the hook runs.
+SESSION_END_TIMEOUT = 10
+TIMEOUTS = {"SessionEnd": SESSION_END_TIMEOUT}
+
+
+def group(command: str, event: str = "") -> dict[str, Any]:
+    """agentwatch's matcher group for one event: no matcher (every tool, every source), the
+    event's timeout where Claude Code's default is too short."""
+    hook: dict[str, Any] = {"type": "command", "command": command}
+    if event in TIMEOUTS:
+        hook["timeout"] = TIMEOUTS[event]
+    return {"hooks": [hook]}
 
 
 def statusline(command: str) -> dict[str, Any]:
     return {"type": "command", "command": command}
 
 
-def is_ours(entry: Any, known: Collection[str]) -> bool:
+def is_ours(entry: Any, known: Collection[str], event: str = "") -> bool:
     """Whether a matcher group is one agentwatch wrote: exactly our shape with one of our
-    commands (today's, or one recorded at an earlier install)."""
+    commands (today's, or one recorded at an earlier install); for an event with a timeout
+    of ours, with that timeout or (an earlier install's) without one. A user's group around
+    the same command with another timeout stays theirs."""
     if not (isinstance(entry, dict) and set(entry) == {"hooks"}):
         return False
     inner = entry["hooks"]
     if not (isinstance(inner, list) and len(inner) == 1 and isinstance(inner[0], dict)):
         return False
     command = inner[0].get("command")
-    return inner[0] == {"type": "command", "command": command} and command in known
+    shapes = [{"type": "command", "command": command}]
+    if event in TIMEOUTS:
+        shapes.append({**shapes[0], "timeout": TIMEOUTS[event]})
+    return inner[0] in shapes and command in known
 
 
 def statusline_is_ours(document: dict[str, Any], known: Collection[str]) -> bool:
@@ -132,10 +151,12 @@ def merged(document: dict[str, Any], commands: Commands, known: Collection[str])
     is already there, older agentwatch groups (`known`) replaced, the user's untouched."""
     result = copy.deepcopy(document)
     hooks = result.setdefault("hooks", {})
-    ours = group(commands.hook)
     for event in claude_events.HOOK_EVENTS:
+        ours = group(commands.hook, event)
         groups = [
-            entry for entry in hooks.get(event, []) if entry == ours or not is_ours(entry, known)
+            entry
+            for entry in hooks.get(event, [])
+            if entry == ours or not is_ours(entry, known, event)
         ]
         if ours not in groups:
             groups.append(ours)
@@ -170,7 +191,7 @@ def stripped(
             groups = hooks[event]
             if not isinstance(groups, list):
                 continue
-            kept = [entry for entry in groups if not is_ours(entry, known)]
+            kept = [entry for entry in groups if not is_ours(entry, known, event)]
             if len(kept) == len(groups):
                 continue
             if kept or (added is not None and event not in added):

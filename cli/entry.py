@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import gc
 import sys
-from typing import NoReturn
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # without importing typing (5 ms of every hook's start)
+    from typing import NoReturn
 
 FAST = ("hook", "statusline")
 

@@ -44,6 +44,8 @@ def record(payload: dict[str, object], now: float, pane: str) -> dict[str, objec
     session, event = text("session_id"), payload.get("hook_event_name")
     if session is None:
         raise Skipped(claude_events.NO_SESSION)
+    if event in claude_events.IGNORED_EVENTS:
+        raise Skipped("")  # known, and nothing the sentinel uses: neither a line nor a count
     if event not in claude_events.HOOK_EVENTS:
         raise Skipped(claude_events.UNKNOWN_EVENT)
     line: dict[str, object] = {"v": claude_events.VERSION, "t": round(now, 3), "s": session}
@@ -94,19 +96,26 @@ def run(state: Path) -> None:
         claude_events.count(state, problem)
         if problem == claude_events.TOO_LARGE:
             return
-    parsed = stdin.parse(data)
+    parsed, reason = stdin.parse(data)
     if parsed is None:
-        claude_events.count(state, claude_events.BAD_JSON)
+        claude_events.count(state, reason)
         return
     try:
         line = record(parsed, time.time(), os.environ.get("TMUX_PANE", ""))
     except Skipped as skipped:
-        claude_events.count(state, skipped.reason)
+        if skipped.reason:
+            claude_events.count(state, skipped.reason)
         return
     try:
-        claude_events.append_event(state, line)
-    except (OSError, ValueError):
-        claude_events.count(state, claude_events.SPOOL_UNWRITABLE)
+        problem = claude_events.append_event(state, line)
+    except (OSError, ValueError) as err:
+        refused = getattr(err, "reason", "") in ("not_regular", "symlink")  # bounded.FileRefused
+        claude_events.count(
+            state, claude_events.SPOOL_REFUSED if refused else claude_events.SPOOL_UNWRITABLE
+        )
+        return
+    if problem:
+        claude_events.count(state, problem)
 
 
 def main(argv: list[str]) -> int:

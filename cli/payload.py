@@ -43,13 +43,16 @@ def read_stdin(
         chunks.append(chunk)
 
 
-def parse(data: bytes) -> dict[str, object] | None:
-    """The payload as a JSON object, or None when it is not one."""
+def parse(data: bytes) -> tuple[dict[str, object] | None, str]:
+    """(the payload as a JSON object, ""), or (None, the counter reason) when it is not one:
+    `bad_json`, or `too_deep` for nesting past the parser's recursion limit (1 MiB of `[`)."""
     try:
         value = json.loads(data)
     except ValueError:  # also UnicodeDecodeError
-        return None
-    return value if isinstance(value, dict) else None
+        return None, claude_events.BAD_JSON
+    except RecursionError:
+        return None, claude_events.TOO_DEEP
+    return (value, "") if isinstance(value, dict) else (None, claude_events.BAD_JSON)
 
 
 def state_dir(argv: list[str]) -> Path:

@@ -35,25 +35,43 @@ def _number(value: object) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def _ratio(percentage: object) -> float | None:
-    value = _number(percentage)
-    return None if value is None else min(max(value / 100.0, 0.0), 1.0)
+class Bounds:
+    """Reads numbers of one payload within their bounds (core/claude_events.py); `broken`
+    tells whether any was past one (counted once per render, `out_of_range`). An absent or
+    null field is no reading, not a broken one."""
 
+    def __init__(self) -> None:
+        self.broken = False
 
-def _epoch(value: object) -> float | None:
-    """resets_at as epoch seconds: 2.1.328 sends seconds; an ISO 8601 string (the usage
-    API's form) is converted."""
-    number = _number(value)
-    if number is not None:
-        return number if number > 0 else None
-    if isinstance(value, str) and value:
-        from datetime import datetime
+    def _bad(self) -> None:
+        self.broken = True
 
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
+    def number(self, value: object, low: float, high: float) -> float | None:
+        if value is None:
             return None
-    return None
+        found = _number(value)
+        if found is None or not low <= found <= high:
+            self._bad()
+            return None
+        return found
+
+    def ratio(self, percentage: object) -> float | None:
+        """A percentage (0-100; up to MAX_PERCENT clamped to 1) as a 0-1 ratio."""
+        value = self.number(percentage, 0.0, claude_events.MAX_PERCENT)
+        return None if value is None else min(value / 100.0, 1.0)
+
+    def epoch(self, value: object) -> float | None:
+        """resets_at as epoch seconds: 2.1.328 sends seconds in the statusline's windows and
+        an ISO 8601 string in model_scoped (the usage API's form), which is converted."""
+        if isinstance(value, str) and value:
+            from datetime import datetime
+
+            try:
+                value = datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                self._bad()
+                return None
+        return self.number(value, 1.0, claude_events.MAX_EPOCH)
 
 
 def _get(payload: dict[str, object], *keys: str) -> object:
@@ -65,7 +83,7 @@ def _get(payload: dict[str, object], *keys: str) -> object:
     return value
 
 
-def rate_limits(payload: dict[str, object]) -> dict[str, dict[str, float]]:
+def rate_limits(payload: dict[str, object], bounds: Bounds) -> dict[str, dict[str, float]]:
     """Every window of `rate_limits` that carries a used_percentage, by Claude Code's name."""
     from agentwatch.core.sanitize import label_value
 
@@ -76,21 +94,53 @@ def rate_limits(payload: dict[str, object]) -> dict[str, dict[str, float]]:
     for window, value in limits.items():
         if not isinstance(value, dict) or not isinstance(window, str):
             continue
-        used = _ratio(value.get("used_percentage"))
+        used = bounds.ratio(value.get("used_percentage"))
         if used is None:
             continue
         entry = {"used_ratio": used}
-        resets = _epoch(value.get("resets_at"))
+        resets = bounds.epoch(value.get("resets_at"))
         if resets is not None:
             entry["resets_at"] = resets
         found[label_value(window)] = entry
     return found
 
 
-def snapshot(payload: dict[str, object], now: float) -> dict[str, object] | None:
-    """The contract's snapshot of one statusline payload; None without a session id."""
+def model_windows(payload: dict[str, object], bounds: Bounds) -> dict[str, dict[str, float]]:
+    """`rate_limits.model_scoped`: Claude Code's per-model weekly windows, a list of
+    {display_name, utilization, resets_at} (the shape of 2.1.328's usage schema: utilization
+    a percentage, as its /usage screen prints it, resets_at ISO 8601), by display name; at
+    most MAX_MODEL_WINDOWS, an entry without a utilization skipped."""
     from agentwatch.core.sanitize import label_value
 
+    scoped = _get(payload, "rate_limits", "model_scoped")
+    found: dict[str, dict[str, float]] = {}
+    if not isinstance(scoped, list):
+        return found
+    for item in scoped:
+        if len(found) >= claude_events.MAX_MODEL_WINDOWS:
+            break
+        name = item.get("display_name") if isinstance(item, dict) else None
+        if not isinstance(item, dict) or not isinstance(name, str) or not name:
+            continue
+        used = bounds.ratio(item.get("utilization"))
+        if used is None:
+            continue
+        entry = {"used_ratio": used}
+        resets = bounds.epoch(item.get("resets_at"))
+        if resets is not None:
+            entry["resets_at"] = resets
+        found[label_value(name, 64)] = entry
+    return found
+
+
+def snapshot(
+    payload: dict[str, object], now: float, bounds: Bounds | None = None
+) -> dict[str, object] | None:
+    """The contract's snapshot of one statusline payload; None without a session id. A
+    number past its bound is left out (and `bounds.broken` set)."""
+    from agentwatch.core.sanitize import label_value
+
+    bounds = bounds or Bounds()
     session = payload.get("session_id")
     if not isinstance(session, str) or not session:
         return None
@@ -102,18 +152,21 @@ def snapshot(payload: dict[str, object], now: float) -> dict[str, object] | None
     model = _get(payload, "model", "id")
     if isinstance(model, str) and model:
         record["model"] = label_value(model)
-    cost = _number(_get(payload, "cost", "total_cost_usd"))
-    if cost is not None and cost >= 0:
+    cost = bounds.number(_get(payload, "cost", "total_cost_usd"), 0.0, claude_events.MAX_COST_USD)
+    if cost is not None:
         record["cost_usd"] = cost
-    context = _ratio(_get(payload, "context_window", "used_percentage"))
+    context = bounds.ratio(_get(payload, "context_window", "used_percentage"))
     if context is not None:
         record["context_used_ratio"] = context
-    hit = _number(_get(payload, "prompt_cache", "hit_ratio"))
-    if hit is not None and 0 <= hit <= 1:
+    hit = bounds.number(_get(payload, "prompt_cache", "hit_ratio"), 0.0, 1.0)
+    if hit is not None:
         record["cache_hit_ratio"] = hit
-    limits = rate_limits(payload)
+    limits = rate_limits(payload, bounds)
     if limits:
         record["rate_limits"] = limits
+    models = model_windows(payload, bounds)
+    if models:
+        record["model_windows"] = models
     return record
 
 
@@ -182,18 +235,24 @@ def run(state: Path, out: BinaryIO) -> None:
         out.flush()
     if problem == claude_events.TOO_LARGE:
         return
-    parsed = stdin.parse(data)
+    parsed, reason = stdin.parse(data)
     if parsed is None:
-        claude_events.count(state, claude_events.BAD_JSON)
+        claude_events.count(state, reason)
         return
-    record = snapshot(parsed, time.time())
+    bounds = Bounds()
+    record = snapshot(parsed, time.time(), bounds)
     if record is None:
         claude_events.count(state, claude_events.NO_SESSION)
         return
+    if bounds.broken:
+        claude_events.count(state, claude_events.OUT_OF_RANGE)
     try:
         claude_events.write_status(state, record)
-    except (OSError, ValueError):
-        claude_events.count(state, claude_events.STATUS_UNWRITABLE)
+    except (OSError, ValueError) as err:
+        refused = getattr(err, "reason", "") in ("not_regular", "symlink")  # bounded.FileRefused
+        claude_events.count(
+            state, claude_events.STATUS_REFUSED if refused else claude_events.STATUS_UNWRITABLE
+        )
     text = line(record)
     if text:
         out.write(text.encode("utf-8") + b"\n")

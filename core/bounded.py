@@ -8,6 +8,13 @@ file is opened with O_NONBLOCK (a FIFO cannot block the open), checked with fsta
 descriptor (what was checked is what is read), and read up to its kind's cap. Every refusal is
 a `FileRefused`, an OSError, so callers that already handle a missing or unreadable file handle
 these too; its message names the file and the reason, never a byte of the content.
+
+The writer side (`open_write`, `open_lock`) keeps the same rule for the files a writer appends
+to, creates or locks: non-blocking (a FIFO put in place of the Claude Code hook's spool made
+every hook wait for a reader that never came), no-follow (a symlink put there would have the
+line appended to its target) and regular files only. Readers of files only agentwatch writes
+(the hook-event spool, its counters) pass `follow=False` too; files a user may keep as a
+symlink on purpose (a dotfiles-managed config or settings.json) are still followed.
 """
 
 from __future__ import annotations
@@ -28,8 +35,9 @@ DATA_LIMIT = 16 * MiB  # other JSON we read: a run config, a price table, a repo
 
 
 class FileRefused(OSError):
-    """A file agentwatch will not read: not a regular file, or larger than its cap.
-    `reason` is `not_regular` or `too_large`, for metrics."""
+    """A file agentwatch will not read or write: not a regular file, a symlink where none is
+    followed, or larger than its cap. `reason` is `not_regular`, `symlink` or `too_large`,
+    for metrics."""
 
     def __init__(self, path: Path | str, reason: str, detail: str):
         super().__init__(errno.EINVAL, f"{path}: {detail}")
@@ -40,10 +48,54 @@ class FileRefused(OSError):
         return str(self.strerror)
 
 
-def read_bytes(path: Path | str, limit: int) -> bytes:
+_SAFE = os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+def _open(path: Path | str, flags: int, follow: bool, mode: int = 0o600) -> int:
+    """os.open with the rule's flags; a symlink (when not followed) or a FIFO without a reader
+    (opened for writing) is a FileRefused."""
+    try:
+        return os.open(path, flags | _SAFE | (0 if follow else os.O_NOFOLLOW), mode)
+    except OSError as err:
+        if err.errno == errno.ELOOP and not follow:
+            raise FileRefused(path, "symlink", "a symbolic link (not followed)") from None
+        if err.errno in (errno.ENXIO, errno.EISDIR):  # a FIFO without a reader; a folder
+            raise FileRefused(path, "not_regular", "not a regular file") from None
+        raise
+
+
+def _regular(descriptor: int, path: Path | str) -> os.stat_result:
+    """fstat of the open descriptor; FileRefused (and the descriptor closed) unless it is a
+    regular file."""
+    info = os.fstat(descriptor)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(descriptor)
+        raise FileRefused(path, "not_regular", f"not a regular file ({_kind(info.st_mode)})")
+    return info
+
+
+def open_write(
+    path: Path | str, mode: int = 0o600, append: bool = True, truncate: bool = False
+) -> int:
+    """A descriptor to write the regular file `path` (created with `mode` when missing):
+    never a symlink's target, never waiting on a FIFO, never a device (FileRefused). The
+    caller closes it."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else 0)
+    descriptor = _open(path, flags | (os.O_TRUNC if truncate else 0), False, mode)
+    _regular(descriptor, path)
+    return descriptor
+
+
+def open_lock(path: Path | str) -> int:
+    """A descriptor of the lock file `path` for flock (created 0600 when missing), by the
+    same rule as `open_write`."""
+    return open_write(path, 0o600, append=False)
+
+
+def read_bytes(path: Path | str, limit: int, follow: bool = True) -> bytes:
     """The content of the regular file `path`, at most `limit` bytes (FileRefused otherwise;
-    OSError as usual for a missing or unreadable file)."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    OSError as usual for a missing or unreadable file). `follow=False`: a symlink is refused."""
+    descriptor = _open(path, os.O_RDONLY, follow)
     try:
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
@@ -65,10 +117,10 @@ def read_bytes(path: Path | str, limit: int) -> bytes:
         os.close(descriptor)
 
 
-def read_text(path: Path | str, limit: int) -> str:
+def read_text(path: Path | str, limit: int, follow: bool = True) -> str:
     """`read_bytes` decoded as UTF-8 without newline translation (a `\\r` stays a `\\r`);
     UnicodeDecodeError for invalid UTF-8."""
-    return read_bytes(path, limit).decode("utf-8")
+    return read_bytes(path, limit, follow).decode("utf-8")
 
 
 def _kind(mode: int) -> str:
@@ -84,11 +136,14 @@ def _kind(mode: int) -> str:
     return "not a file"
 
 
-def read_from(path: Path | str, offset: int, limit: int) -> tuple[os.stat_result, bytes]:
+def read_from(
+    path: Path | str, offset: int, limit: int, follow: bool = True
+) -> tuple[os.stat_result, bytes]:
     """The regular file `path`'s identity (fstat of what was opened) and at most `limit`
     bytes from `offset`, for a reader that follows an append-only file by inode and
-    position; the file may be any size (FileRefused only when it is not a regular file)."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    position; the file may be any size (FileRefused only when it is not a regular file, or
+    a symlink with `follow=False`)."""
+    descriptor = _open(path, os.O_RDONLY, follow)
     try:
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):

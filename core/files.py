@@ -13,6 +13,8 @@ import os
 import threading
 from pathlib import Path
 
+from agentwatch.core import bounded
+
 
 def write_atomic(path: Path, data: bytes | str, mode: int = 0o644, durable: bool = False) -> None:
     """Write `data` to `path` atomically with permissions `mode` (umask does not apply)."""
@@ -20,7 +22,8 @@ def write_atomic(path: Path, data: bytes | str, mode: int = 0o644, durable: bool
     path.parent.mkdir(parents=True, exist_ok=True)
     # pid and thread id: two writers of the same file never share a temporary name
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, mode)
+    # by bounded's writer rule: a symlink or FIFO planted at the temporary name is refused
+    descriptor = bounded.open_write(temporary, mode, append=False, truncate=True)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(payload)

@@ -41,9 +41,8 @@ def append(state_dir: Path, *events: dict[str, Any]) -> None:
 
 
 def rotate(state_dir: Path) -> None:
-    """What the writer does when events.jsonl passes ROTATE_BYTES."""
-    spool = folder(state_dir)
-    os.replace(spool / claude_events.EVENTS, spool / claude_events.ROTATED)
+    """What the writer does when events.jsonl passes ROTATE_BYTES (its own code, forced)."""
+    claude_events.rotate(folder(state_dir), force=True)
 
 
 def snapshot(state_dir: Path, session: str, **fields: Any) -> None:

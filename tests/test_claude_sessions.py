@@ -221,21 +221,29 @@ def test_rotation_is_followed_without_losing_or_repeating_a_line(tmp_path: Path)
     assert value(found, "agentwatch_claude_events_read_total") == 6
 
 
-def test_a_file_rotated_away_twice_is_counted_lost(tmp_path: Path) -> None:
-    """The new events.jsonl usually gets the inode of the file the second rotation freed
-    (ours): the fingerprint of its first bytes tells them apart."""
+def test_a_file_rotated_out_of_the_chain_is_counted_lost_exactly(tmp_path: Path) -> None:
+    """KEEP_ROTATED + 1 rotations before the next read: the file being read is deleted with
+    one line unread; that one line is counted lost (dropped.json's count, less the three
+    read), every other line is read once. The new events.jsonl often gets the inode a
+    deleted file freed: the fingerprint of its first bytes tells them apart."""
     now = time.time() - 10
-    append(tmp_path, event("s", "PostToolUse", now, tool="Bash"))
+    post = lambda n: event("s", "PostToolUse", now + n, tool="Bash", n=n)  # noqa: E731
+    append(tmp_path, post(0), post(1), post(2))
     work = build(tmp_path)
     work.cycle()
-    for n in range(2):  # two rotations before the next read: the first file is gone
-        append(tmp_path, event("s", "PostToolUse", now + 1 + n, tool="Bash"))
+    append(tmp_path, post(3))  # never read: its file goes first
+    for n in range(claude_events.KEEP_ROTATED + 1):
         rotate(tmp_path)
-    append(tmp_path, event("s", "PostToolUse", now + 3, tool="Bash"))
+        append(tmp_path, post(4 + n))
     work.cycle()
     found = scrape(work)
     assert value(found, "agentwatch_claude_spool_resets_total", reason="lost") == 1
-    assert tool_calls(found) == 3  # the first line, the newer rotated file's, the current one
+    assert value(found, "agentwatch_claude_events_lost_total", reason="rotated") == 1
+    assert tool_calls(found) == 3 + claude_events.KEEP_ROTATED + 1
+    assert value(found, "agentwatch_claude_events_read_total") == 3 + claude_events.KEEP_ROTATED + 1
+    work.cycle()  # nothing new: counted once
+    found = scrape(work)
+    assert value(found, "agentwatch_claude_events_lost_total", reason="rotated") == 1
 
 
 def test_bad_lines_are_rejected_by_reason(tmp_path: Path) -> None:
@@ -398,6 +406,25 @@ def test_quota_comes_from_the_freshest_snapshot_with_rate_limits(tmp_path: Path)
     snapshot(tmp_path, "old", t=now, rate_limits=windows(0.5, 0.2))
     work.cycle()
     assert value(scrape(work), "agentwatch_quota_used_ratio", window="five_hour") == 0.5
+
+
+def test_model_windows_come_from_the_freshest_snapshot_that_has_them(tmp_path: Path) -> None:
+    now = time.time()
+    at = now + 5 * 86400
+    snapshot(tmp_path, "a", t=now - 20, model_windows={"Fable": {"used_ratio": 0.3}})
+    snapshot(tmp_path, "b", t=now - 5, cost_usd=1e308,  # a file not from our writer
+             model_windows={"Fable": {"used_ratio": 0.425, "resets_at": at},
+                            **{f"m{n}": {"used_ratio": 0.1} for n in range(20)}})  # fmt: skip
+    snapshot(tmp_path, "c", t=now, cost_usd=2.0)  # newest, without per-model windows
+    work = build(tmp_path)
+    work.cycle()
+    found = scrape(work)
+    assert value(found, "agentwatch_quota_model_used_ratio", model="Fable") == 0.425
+    assert value(found, "agentwatch_quota_model_resets_timestamp_seconds", model="Fable") == at
+    used = [key for key in found if key[0] == "agentwatch_quota_model_used_ratio"]
+    assert len(used) == claude_events.MAX_MODEL_WINDOWS
+    costs = [key for key in found if key[0] == "agentwatch_claude_session_cost_usd"]
+    assert [dict(labels)["session"] for _, labels in costs] == ["c"]  # 1e308 is not a cost
 
 
 def test_writer_failures_are_exported_by_reason(tmp_path: Path) -> None:

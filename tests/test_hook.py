@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -110,6 +111,24 @@ def test_the_pane_and_an_unknown_event(tmp_path: Path) -> None:
     assert claude_events.read_counters(state) == {claude_events.UNKNOWN_EVENT: 1}
 
 
+def test_message_display_and_post_tool_batch_are_ignored_not_unknown(tmp_path: Path) -> None:
+    """2.1.328 sends both to a hook configured for them (their fields from the binary:
+    MessageDisplay turn_id, message_id, index, final, delta (the text!); PostToolBatch
+    tool_calls): no line, no count, and never the message text."""
+    state = tmp_path / "state"
+    base = {key: value for key, value in fixture("Stop.json"[:-5]).items()
+            if key in ("session_id", "transcript_path", "cwd", "permission_mode")}  # fmt: skip
+    display = {**base, "hook_event_name": "MessageDisplay", "turn_id": "t1",
+               "message_id": "msg_1", "index": 0, "final": True,
+               "delta": "PLANTED text"}  # fmt: skip
+    batch = {**base, "hook_event_name": "PostToolBatch",
+             "tool_calls": [{"tool_name": "Bash", "tool_use_id": "toolu_1"}]}  # fmt: skip
+    for payload in (display, batch):
+        call(state, json.dumps(payload).encode())
+    assert claude_events.read_counters(state) == {}
+    assert not (claude_events.events_dir(state) / claude_events.EVENTS).exists()
+
+
 @pytest.mark.parametrize(
     ("data", "reason"),
     [
@@ -193,11 +212,25 @@ def test_an_unwritable_spool_and_a_full_disk_are_counted(tmp_path: Path) -> None
     folder.mkdir(parents=True)
     (folder / claude_events.EVENTS).mkdir()  # not a file we can append to
     call(state, (FIXTURES / "Stop.json").read_bytes())
-    assert claude_events.read_counters(state) == {claude_events.SPOOL_UNWRITABLE: 1}
+    assert claude_events.read_counters(state) == {claude_events.SPOOL_REFUSED: 1}
     (folder / claude_events.EVENTS).rmdir()
-    (folder / claude_events.EVENTS).symlink_to("/dev/full")  # every write: ENOSPC
-    call(state, (FIXTURES / "Stop.json").read_bytes())
-    assert claude_events.read_counters(state) == {claude_events.SPOOL_UNWRITABLE: 2}
+    (folder / claude_events.EVENTS).write_bytes(b"x" * 8192)
+    # A full disk: the hook may not grow any file past 8 KiB (write: EFBIG; Python ignores
+    # SIGXFSZ), which events.jsonl already is; counters.json stays far below it.
+    done = subprocess.run(
+        [AGENTWATCH, "hook", "--state-dir", str(state)],
+        input=(FIXTURES / "Stop.json").read_bytes(),
+        capture_output=True,
+        timeout=30,
+        check=False,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192)),
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert claude_events.read_counters(state) == {
+        claude_events.SPOOL_REFUSED: 1,
+        claude_events.SPOOL_UNWRITABLE: 1,
+    }
+    assert (folder / claude_events.EVENTS).stat().st_size == 8192
 
 
 def test_twenty_hooks_at_once_never_interleave(tmp_path: Path) -> None:
@@ -227,29 +260,46 @@ def test_twenty_hooks_at_once_never_interleave(tmp_path: Path) -> None:
     assert all(len(line["s"]) == 128 and line["tool"].startswith("mcp__") for line in lines)
 
 
-def test_rotation_keeps_the_spool_bounded(tmp_path: Path) -> None:
+def test_rotation_keeps_the_spool_bounded_and_counts_what_it_drops(tmp_path: Path) -> None:
+    """Each file is filled to ROTATE_BYTES with the writer's own lines (fast), and the next
+    append_event rotates it; past KEEP_ROTATED the oldest is deleted with its line count in
+    dropped.json, and no line is lost at a seam."""
     state = tmp_path / "state"
-    payload = fixture("PreToolUse")
-    total = 0
-    for number in range(3 * claude_events.ROTATE_BYTES // 100):
-        line = hook.record(dict(payload, tool_use_id=str(number)), float(number), "")
-        line["tool"] = f"Bash{number}"
-        claude_events.append_event(state, line)
-        total += len(claude_events.encode(line))
     folder = claude_events.events_dir(state)
-    sizes = {path.name: path.stat().st_size for path in folder.iterdir()}
-    assert total > 2.5 * claude_events.ROTATE_BYTES
-    assert set(sizes) == {claude_events.EVENTS, claude_events.ROTATED, ".rotate.lock"}
-    assert sizes[claude_events.ROTATED] <= claude_events.ROTATE_BYTES + claude_events.MAX_LINE
-    assert sizes[claude_events.EVENTS] <= claude_events.ROTATE_BYTES + claude_events.MAX_LINE
-    newest = (folder / claude_events.EVENTS).read_text().splitlines()[-1]
-    assert json.loads(newest)["tool"] == f"Bash{number}"
-    older = (folder / claude_events.ROTATED).read_text().splitlines()
-    last_rotated = int(json.loads(older[-1])["tool"][4:])
-    first_current = int(
-        json.loads((folder / claude_events.EVENTS).read_text().split("\n")[0])["tool"][4:]
-    )
-    assert first_current == last_rotated + 1  # nothing lost at the seam
+    payload = fixture("PreToolUse")
+    number, per_file = 0, []
+
+    def line(n: int) -> dict[str, object]:
+        found = hook.record(dict(payload, tool_use_id=str(n)), float(n), "")
+        found["tool"] = f"Bash{n}"
+        return found
+
+    rotations = claude_events.KEEP_ROTATED + 2
+    for _ in range(rotations):
+        claude_events.append_event(state, line(number))
+        number += 1
+        size = (folder / claude_events.EVENTS).stat().st_size
+        with (folder / claude_events.EVENTS).open("ab") as spool:
+            while size < claude_events.ROTATE_BYTES:
+                data = claude_events.encode(line(number))
+                spool.write(data)
+                size += len(data)
+                number += 1
+        per_file.append(len((folder / claude_events.EVENTS).read_bytes().splitlines()))
+    claude_events.append_event(state, line(number))  # rotates the last full one
+    names = {path.name for path in folder.iterdir()}
+    rotated = {claude_events.rotated(folder, n).name for n in range(1, 5)}
+    assert names == {claude_events.EVENTS, ".rotate.lock", claude_events.DROPPED} | rotated
+    for name in names - {".rotate.lock", claude_events.DROPPED}:
+        size = (folder / name).stat().st_size
+        assert size <= claude_events.ROTATE_BYTES + claude_events.MAX_LINE
+    dropped = claude_events.read_dropped(folder)
+    assert dropped["files"] == 2 and dropped["lines"] == per_file[0] + per_file[1]
+    kept = [claude_events.rotated(folder, n) for n in range(4, 0, -1)]
+    kept.append(folder / claude_events.EVENTS)
+    tools = [int(json.loads(raw)["tool"][4:]) for path in kept
+             for raw in path.read_bytes().splitlines()]  # fmt: skip
+    assert tools == list(range(per_file[0] + per_file[1], number + 1))  # no seam loses one
 
 
 def test_a_line_never_passes_max_line() -> None:

@@ -6,10 +6,12 @@ nowhere in the state dir."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+from agentwatch.cli import claude_settings
 from agentwatch.core import claude_events
 from agentwatch.demo.anthropic_api.script import parse
 from agentwatch.demo.anthropic_api.served import ServedLog
@@ -57,8 +59,9 @@ SCRIPT = {
 
 def settings(state: Path) -> dict[str, object]:
     command = f"{AGENTWATCH} hook --state-dir {state}"
-    hooks = {event: [{"hooks": [{"type": "command", "command": command}]}]
-             for event in claude_events.HOOK_EVENTS}  # fmt: skip
+    # the entries install writes (SessionEnd's with its timeout: without one, a loaded machine
+    # had Claude Code cancel it)
+    hooks = {event: [claude_settings.group(command, event)] for event in claude_events.HOOK_EVENTS}
     return {"hooks": hooks}
 
 
@@ -143,3 +146,56 @@ def test_git_head_at_start_and_end_of_real_sessions(tmp_path: Path) -> None:
     second, first = log
     assert heads == [("SessionStart", first), ("SessionEnd", first),
                      ("SessionStart", first), ("SessionEnd", second)]  # fmt: skip
+
+
+def _hogs() -> list[subprocess.Popen[bytes]]:
+    """Busy loops, one more than the machine has cores, for the length of a test."""
+    count = (os.cpu_count() or 1) + 1
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+
+
+def _session_end_recorded(tmp_path: Path, end_group: dict[str, object]) -> bool:
+    """One real headless session with agentwatch's hooks as install writes them, SessionEnd's
+    group replaced by `end_group`; whether its SessionEnd reached the spool."""
+    home, state = tmp_path / "home", tmp_path / "state"
+    project = tmp_path / "work" / "loaded-project"
+    project.mkdir(parents=True)
+    prepare_home(home, [project])
+    (home / ".claude").mkdir()
+    document = claude_settings.merged({}, claude_settings.Commands.build([AGENTWATCH], state), ())
+    document["hooks"]["SessionEnd"] = [end_group]
+    del document["statusLine"]  # headless: no statusline runs
+    (home / ".claude" / "settings.json").write_text(json.dumps(document))
+    hogs = _hogs()
+    try:
+        with StandIn(parse(SCRIPT), ServedLog(None)) as api:
+            done = run_print(home, api.url, project, "hello", "--model", "claude-sonnet-4-5")
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert done.returncode == 0, done.stderr[-2000:]
+    path = claude_events.events_dir(state) / "events.jsonl"
+    seen = [json.loads(line)["e"] for line in path.read_text().splitlines()]
+    assert seen[:2] == ["SessionStart", "UserPromptSubmit"]  # the session itself was hooked
+    return "SessionEnd" in seen
+
+
+def test_session_end_is_recorded_on_a_loaded_machine(tmp_path: Path) -> None:
+    """2.1.328 gives SessionEnd hooks 1.5 s in all unless an entry sets `timeout`: under load
+    the hook's start passed it and was cancelled ("Hook cancelled", 3 of 6 runs). Install's
+    entry carries `"timeout": 10`; a hook made 2.5 s slower than it is still lands with it,
+    with CPU hogs running, as the real agentwatch hook under heavy load would."""
+    state = tmp_path / "state"
+    ours = claude_settings.group(f"{AGENTWATCH} hook --state-dir {state}", "SessionEnd")
+    assert ours["hooks"][0]["timeout"] == claude_settings.SESSION_END_TIMEOUT  # type: ignore[index]
+    slow = {"hooks": [{**ours["hooks"][0], "command": f"sleep 2.5; {ours['hooks'][0]['command']}"}]}  # type: ignore[index]
+    assert _session_end_recorded(tmp_path, slow)
+
+
+def test_without_the_timeout_a_slow_session_end_is_cancelled(tmp_path: Path) -> None:
+    """The control: the same slow hook without install's timeout never lands (Claude Code
+    cancels it at 1.5 s), which is what the timeout above prevents."""
+    state = tmp_path / "state"
+    command = f"sleep 2.5; {AGENTWATCH} hook --state-dir {state}"
+    assert not _session_end_recorded(tmp_path, {"hooks": [{"type": "command", "command": command}]})

@@ -104,7 +104,7 @@ def test_round_trip_gives_back_the_users_file_byte_for_byte(
     document = json.loads(settings.read_text())
     for event in claude_events.HOOK_EVENTS:
         groups = document["hooks"][event]
-        assert groups.count({"hooks": [{"type": "command", "command": hook_command()}]}) == 1
+        assert groups.count(cs.group(hook_command(), event)) == 1
         assert groups[:-1] == user.get("hooks", {}).get(event, [])  # theirs first, untouched
     assert document["statusLine"] == {
         **user.get("statusLine", {}),
@@ -300,8 +300,10 @@ def test_project_settings_file_state_dir_and_opt_out(
     args = ["--config", str(config), "install", "--claude-settings", str(project)]
     assert cli.main(args) == 0
     document = json.loads(project.read_text())
-    wanted = {"hooks": [{"type": "command", "command": hook_command("--state-dir", str(state))}]}
-    assert document["hooks"]["SessionEnd"] == [wanted]
+    wanted = {"type": "command", "command": hook_command("--state-dir", str(state))}
+    assert document["hooks"]["PreToolUse"] == [{"hooks": [wanted]}]
+    # SessionEnd's 1.5 s default is too short for a loaded machine (cli/claude_settings.py)
+    assert document["hooks"]["SessionEnd"] == [{"hooks": [{**wanted, "timeout": 10}]}]
     assert document["statusLine"]["command"] == statusline_command("--state-dir", str(state))
     assert not layout["claude_settings"].exists()  # the default file was not touched
     uninstall = ["--config", str(config), "uninstall", "--claude-settings", str(project)]

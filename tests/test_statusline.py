@@ -95,6 +95,33 @@ def test_other_windows_and_iso_resets(tmp_path: Path) -> None:
     }
 
 
+def test_model_scoped_windows_are_recorded_by_display_name_bounded(tmp_path: Path) -> None:
+    """`rate_limits.model_scoped` as Claude Code 2.1.328's schema gives it (strings of the
+    binary: `model_scoped: T(c({display_name: n(), utilization: v().nullable(), resets_at:
+    n().nullable()}))`, built as `utilization: d.percent`, `resets_at` ISO 8601, and printed by
+    /usage as `Math.floor(utilization)%`): a percentage. Its 2.1.328 statusline sends only
+    five_hour, seven_day and spend_limit; this is read for the versions that add it."""
+    state = tmp_path / "state"
+    data = json.loads(payload("subscription"))
+    data["rate_limits"]["model_scoped"] = [
+        {"display_name": "Fable", "utilization": 42.5, "resets_at": "2026-12-01T12:00:00Z"},
+        {"display_name": "Opus", "utilization": None, "resets_at": None},  # no reading
+        {"display_name": 'x"}\n' + "y" * 300, "utilization": 7, "resets_at": None},
+        *({"display_name": f"m{n}", "utilization": n, "resets_at": None} for n in range(20)),
+    ]
+    call(state, json.dumps(data).encode(), tmp_path / "config")
+    windows = snapshot(state)["model_windows"]
+    assert len(windows) == claude_events.MAX_MODEL_WINDOWS
+    assert windows["Fable"] == {"used_ratio": 0.425, "resets_at": 1796126400.0}
+    assert "Opus" not in windows
+    assert all(len(name) <= 64 and "\n" not in name for name in windows)
+    assert claude_events.read_counters(state) == {}
+    data["rate_limits"]["model_scoped"] = [{"display_name": "Fable", "utilization": 1e308}]
+    call(state, json.dumps(data).encode(), tmp_path / "config")
+    assert "model_windows" not in snapshot(state)
+    assert claude_events.read_counters(state) == {claude_events.OUT_OF_RANGE: 1}
+
+
 def test_the_previous_statusline_comes_first_with_the_same_stdin(tmp_path: Path) -> None:
     state, config = tmp_path / "state", tmp_path / "config"
     seen = tmp_path / "seen.json"

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from agentwatch.cli import statusline
+from agentwatch.cli import claude_settings, statusline
 from agentwatch.core import claude_events
 from agentwatch.demo.anthropic_api.script import parse
 from agentwatch.demo.anthropic_api.served import ServedLog
@@ -41,8 +41,7 @@ def test_a_real_tui_session_with_hooks_and_statusline(tmp_path: Path) -> None:
     hook = f"{AGENTWATCH} hook --state-dir {state}"
     status = f"{AGENTWATCH} statusline --state-dir {state}"
     settings = {
-        "hooks": {e: [{"hooks": [{"type": "command", "command": hook}]}]
-                  for e in claude_events.HOOK_EVENTS},
+        "hooks": {e: [claude_settings.group(hook, e)] for e in claude_events.HOOK_EVENTS},
         "statusLine": {"type": "command", "command": status},
     }  # fmt: skip
     (home / ".claude").mkdir()
@@ -85,6 +84,9 @@ def test_a_real_tui_session_with_hooks_and_statusline(tmp_path: Path) -> None:
             tmux.run("send-keys", "-t", "s", "Enter")
             drawn = wait_for(screen, r"users-own-line\s*\n.*\$0\.\d\d · ctx \d+%", 60)
             assert "Made it." in wait_for(screen, "Made it", 30), drawn
+            # the answer is drawn before the Stop hook's process has run: on a loaded machine
+            # killing the session right away raced it (the event was never written)
+            wait_for(lambda: [e["e"] for e in spool(state)], "'Stop'", 30)
         finally:
             tmux.kill()
     lines = spool(state)

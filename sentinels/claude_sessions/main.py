@@ -29,8 +29,8 @@ from watchdog.observers.api import BaseObserver
 from agentwatch.core import claude_events, paths
 from agentwatch.core.log import FailureGate
 from agentwatch.core.loop import Outcome
-from agentwatch.sentinels.claude_sessions.follow import Follower
-from agentwatch.sentinels.claude_sessions.metrics import families
+from agentwatch.sentinels.claude_sessions.follow import Follower, account
+from agentwatch.sentinels.claude_sessions.metrics import families, writer_failures
 from agentwatch.sentinels.claude_sessions.records import Rejected, parse
 from agentwatch.sentinels.claude_sessions.sessions import Table
 from agentwatch.sentinels.claude_sessions.snapshots import Snapshots
@@ -40,6 +40,17 @@ from agentwatch.sentinels.contract import Context
 log = logging.getLogger("agentwatch.claude-sessions")
 SAVE_GAP = 1.0
 IDLE_POLL = 30.0
+WRITER_REASONS = {  # what each counters.json reason means, for the one warning it gets
+    claude_events.SPOOL_REFUSED: "events.jsonl is not a regular file (a FIFO, symlink or "
+    "device put there): refused without waiting, events lost until it is removed",
+    claude_events.LOCK_REFUSED: "a spool lock file (.counters.lock, .rotate.lock) is not a "
+    "regular file: refused without waiting; remove it",
+    claude_events.STATUS_REFUSED: "a statusline snapshot's place is not a regular file",
+    claude_events.TOO_DEEP: "a payload nested past the JSON parser's depth was rejected",
+    claude_events.OUT_OF_RANGE: "a statusline number (cost, percentage, time) past its "
+    "bound was not exported",
+    claude_events.SPOOL_UNWRITABLE: "events.jsonl could not be appended (full disk, rights)",
+}
 WATCHED_EVENTS: list[type[FileSystemEvent]] = [FileCreatedEvent, FileModifiedEvent, FileMovedEvent]
 
 
@@ -87,6 +98,7 @@ class ClaudeSessions:
         self.snapshots = Snapshots(self.folder)
         self.save_gate = FailureGate(log, f"saving {self.store.path}")
         self.read_gate = FailureGate(log, f"reading {self.folder}")
+        self.writers: dict[str, int] = {}  # counters.json as last read
         self.dirty = False
         self.saved_at = -SAVE_GAP
         self.observer = None if context.once else watch(str(self.folder), context.wake)
@@ -113,6 +125,9 @@ class ClaudeSessions:
             self.table.apply(event, now)
             self.counts["read"] += 1
         counted = self._take_follower_counts()
+        lost = self._account()
+        counted = counted or lost > 0
+        self._writer_news()
         before = len(self.table.sessions)
         self.table.expire(now)
         changed = bool(lines) or counted or len(self.table.sessions) != before
@@ -134,6 +149,42 @@ class ClaudeSessions:
         follower.lost = follower.truncated = follower.too_long = 0
         return found > 0
 
+    def _account(self) -> int:
+        """Events deleted by rotation before they were read (dropped.json), counted exactly;
+        one warning when there are any."""
+        try:
+            lost = account(self.folder, self.follower.position)
+        except OSError as err:
+            self.read_gate.failed(err)
+            return 0
+        if lost:
+            self.counts["lost_events.rotated"] += lost
+            log.warning(
+                "%d hook events were rotated out of %s before they were read (the spool keeps "
+                "%d files of %d MiB): counted in agentwatch_claude_events_lost_total",
+                lost,
+                self.folder,
+                claude_events.KEEP_ROTATED + 1,
+                claude_events.ROTATE_BYTES >> 20,
+            )
+        return lost
+
+    def _writer_news(self) -> None:
+        """counters.json again; one warning per reason that grew (the writers, which run
+        inside Claude Code, cannot log; this is where their refusals are said)."""
+        found = writer_failures(self.folder)
+        for reason, value in sorted(found.items()):
+            grew = value - self.writers.get(reason, 0)
+            if grew > 0:
+                log.warning(
+                    "Claude Code's hook/statusline writers counted %d x %s in %s: %s",
+                    grew,
+                    reason,
+                    self.folder / claude_events.COUNTERS,
+                    WRITER_REASONS.get(reason, "see docs/metrics.md"),
+                )
+        self.writers = found
+
     def _save(self, force: bool = False) -> None:
         now = time.monotonic()
         if not self.dirty or (not force and now - self.saved_at < SAVE_GAP):
@@ -152,7 +203,7 @@ class ClaudeSessions:
             self.table,
             self.snapshots,
             self.counts,
-            self.folder,
+            self.writers,
             self.store.rejected,
             self.read_gate.failing,
         )

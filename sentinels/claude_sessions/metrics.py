@@ -22,13 +22,16 @@ from agentwatch.sentinels.claude_sessions.snapshots import Snapshots
 
 SESSION = ["session", "project"]
 MAX_WRITER_REASONS = 20
+LOST_REASONS = ("rotated",)
 
 
 def writer_failures(folder: Path) -> dict[str, int]:
     """counters.json of the writers: what they could not do, by reason (best effort)."""
     try:
-        raw = json.loads(bounded.read_bytes(folder / claude_events.COUNTERS, 64 * bounded.KiB))
-    except (OSError, ValueError):
+        raw = json.loads(
+            bounded.read_bytes(folder / claude_events.COUNTERS, 64 * bounded.KiB, follow=False)
+        )
+    except (OSError, ValueError, RecursionError):
         return {}
     if not isinstance(raw, dict):
         return {}
@@ -43,13 +46,13 @@ def families(
     table: Table,
     snapshots: Snapshots,
     counts: Counter[str],
-    folder: Path,
+    writers: dict[str, int],
     state_rejected: int,
     failing: bool,
 ) -> Iterator[Metric]:
     yield from _session_families(table)
     yield from _snapshot_families(table, snapshots)
-    yield from _totals(table, counts, folder, state_rejected)
+    yield from _totals(table, counts, writers, state_rejected)
     yield GaugeMetricFamily(
         "agentwatch_claude_spool_failing",
         "1 while the event spool cannot be read (unreadable, or not a regular file).",
@@ -163,6 +166,25 @@ def _snapshot_families(table: Table, snapshots: Snapshots) -> Iterator[Metric]:
                 resets.add_metric([window], at)
         reading.add_metric([], quota.taken)
     yield from (used, resets, reading)
+    model_used = GaugeMetricFamily(
+        "agentwatch_quota_model_used_ratio",
+        "Share of each per-model weekly window used (0-1), by the model's display name, from "
+        "the freshest statusline that has them (rate_limits.model_scoped; at most 8).",
+        labels=["model"],
+    )
+    model_resets = GaugeMetricFamily(
+        "agentwatch_quota_model_resets_timestamp_seconds",
+        "When each per-model weekly window resets, from the same statusline.",
+        labels=["model"],
+    )
+    models = snapshots.model_quota()
+    if models is not None:
+        for model, (ratio, at) in sorted(models.models.items()):
+            if ratio is not None:
+                model_used.add_metric([model], ratio)
+            if at is not None:
+                model_resets.add_metric([model], at)
+    yield from (model_used, model_resets)
     cost = GaugeMetricFamily(
         "agentwatch_claude_session_cost_usd",
         "The session's cost so far as Claude Code's statusline reports it, in USD.",
@@ -195,7 +217,7 @@ def _snapshot_families(table: Table, snapshots: Snapshots) -> Iterator[Metric]:
 
 
 def _totals(
-    table: Table, counts: Counter[str], folder: Path, state_rejected: int
+    table: Table, counts: Counter[str], writer_counts: dict[str, int], state_rejected: int
 ) -> Iterator[Metric]:
     without = CounterMetricFamily(
         "agentwatch_sessions_without_commit",
@@ -232,17 +254,25 @@ def _totals(
     )
     for reason in ("lost", "truncated"):
         spool.add_metric([reason], counts[reason])
+    lost = CounterMetricFamily(
+        "agentwatch_claude_events_lost",
+        "Hook events written to the spool that the sentinel never read, exactly, by reason: "
+        "rotated (deleted by the spool's size bound before they were read).",
+        labels=["reason"],
+    )
+    for reason in LOST_REASONS:
+        lost.add_metric([reason], counts[f"lost_events.{reason}"])
     writers = CounterMetricFamily(
         "agentwatch_claude_writer_failures",
         "What `agentwatch hook` and `agentwatch statusline` could not do, by reason (their "
         "counters.json).",
         labels=["reason"],
     )
-    for reason, value in sorted(writer_failures(folder).items()):
+    for reason, value in sorted(writer_counts.items()):
         writers.add_metric([reason], value)
     snapshots_bad = CounterMetricFamily(
         "agentwatch_claude_state_rejected",
         "Times the sentinel's state file was unusable and set aside.",
         value=state_rejected,
     )
-    yield from (without, ended, events, rejected, spool, writers, snapshots_bad)
+    yield from (without, ended, events, rejected, spool, lost, writers, snapshots_bad)

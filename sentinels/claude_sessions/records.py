@@ -34,7 +34,7 @@ def parse(line: bytes) -> dict[str, Any]:
         raise Rejected("too_long")
     try:
         raw = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # 2 KiB of `[` is past the parser's depth
         raise Rejected("bad_json") from None
     if not isinstance(raw, dict):
         raise Rejected("bad_json")

@@ -44,13 +44,14 @@ class Snapshot:
     context_used_ratio: float | None = None
     cache_hit_ratio: float | None = None
     windows: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+    models: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
 
 
 def parse(data: bytes) -> Snapshot | None:
     """A snapshot of the contract's shape, or None."""
     try:
         raw = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(raw, dict) or raw.get("v") != claude_events.VERSION:
         return None
@@ -58,24 +59,33 @@ def parse(data: bytes) -> Snapshot | None:
     if taken is None or not isinstance(session, str) or not session:
         return None
     project = raw.get("p") if isinstance(raw.get("p"), str) else ""
-    cost = raw.get("cost_usd")
-    windows: dict[str, tuple[float | None, float | None]] = {}
-    limits = raw.get("rate_limits")
-    if isinstance(limits, dict):
-        for name, window in list(limits.items())[:MAX_WINDOWS]:
-            if isinstance(name, str) and name and isinstance(window, dict):
-                used, resets = _ratio(window.get("used_ratio")), _time(window.get("resets_at"))
-                if used is not None or resets is not None:
-                    windows[label_value(name)] = (used, resets)
+    cost = _time(raw.get("cost_usd"))
+    if cost is not None and cost > claude_events.MAX_COST_USD:  # the writer's bound, again
+        cost = None
     return Snapshot(
         session=label_value(session),
         project=label_value(project),
         taken=taken,
-        cost_usd=_time(cost),
+        cost_usd=cost,
         context_used_ratio=_ratio(raw.get("context_used_ratio")),
         cache_hit_ratio=_ratio(raw.get("cache_hit_ratio")),
-        windows=windows,
+        windows=_windows(raw.get("rate_limits"), MAX_WINDOWS),
+        models=_windows(raw.get("model_windows"), claude_events.MAX_MODEL_WINDOWS),
     )
+
+
+def _windows(limits: Any, most: int) -> dict[str, tuple[float | None, float | None]]:
+    """{name: (used ratio, resets at)} of a snapshot's windows, at most `most` of them."""
+    windows: dict[str, tuple[float | None, float | None]] = {}
+    if isinstance(limits, dict):
+        for name, window in list(limits.items())[:most]:
+            if isinstance(name, str) and name and isinstance(window, dict):
+                used, resets = _ratio(window.get("used_ratio")), _time(window.get("resets_at"))
+                if resets is not None and resets > claude_events.MAX_EPOCH:
+                    resets = None
+                if used is not None or resets is not None:
+                    windows[label_value(name, 64)] = (used, resets)
+    return windows
 
 
 class Snapshots:
@@ -100,7 +110,7 @@ class Snapshots:
         for name in names:
             path = self.folder / name
             try:
-                info = os.stat(path)
+                info = os.lstat(path)  # a symlink is its own identity, and refused below
             except OSError:
                 continue
             identity = (info.st_ino, info.st_size, info.st_mtime_ns)
@@ -109,7 +119,7 @@ class Snapshots:
                 kept[name] = old
                 continue
             try:
-                snapshot = parse(bounded.read_bytes(path, SNAPSHOT_LIMIT))
+                snapshot = parse(bounded.read_bytes(path, SNAPSHOT_LIMIT, follow=False))
             except OSError:
                 snapshot = None
             if snapshot is None:
@@ -126,3 +136,8 @@ class Snapshots:
         """The freshest snapshot that carries rate limits (the windows are account-wide)."""
         with_limits = [snapshot for snapshot in self.latest() if snapshot.windows]
         return max(with_limits, key=lambda item: item.taken, default=None)
+
+    def model_quota(self) -> Snapshot | None:
+        """The freshest snapshot that carries per-model windows (account-wide too)."""
+        with_models = [snapshot for snapshot in self.latest() if snapshot.models]
+        return max(with_models, key=lambda item: item.taken, default=None)

@@ -15,7 +15,7 @@ from typing import Any
 
 from agentwatch.core import bounded
 from agentwatch.core.files import write_atomic
-from agentwatch.sentinels.claude_sessions.follow import Identity, Position
+from agentwatch.sentinels.claude_sessions.follow import HISTORY, Identity, Left, Position
 from agentwatch.sentinels.claude_sessions.sessions import Table
 
 log = logging.getLogger("agentwatch.claude-sessions")
@@ -31,10 +31,10 @@ class Store:
     def load(self, table: Table, counts: Counter[str]) -> Position:
         """Fill `table` and `counts` from the file; the position to read on from."""
         try:
-            raw: Any = json.loads(bounded.read_text(self.path, bounded.STATE_LIMIT))
+            raw: Any = json.loads(bounded.read_text(self.path, bounded.STATE_LIMIT, follow=False))
         except FileNotFoundError:
             return Position.start()
-        except (OSError, ValueError) as err:
+        except (OSError, ValueError, RecursionError) as err:
             return self._reject(err)
         try:
             if raw["format"] != FORMAT:
@@ -70,8 +70,12 @@ def _identity(raw: dict[str, Any]) -> Identity:
 
 
 def _position(raw: dict[str, Any]) -> Position:
+    """The saved position; the fields a state file of an older version lacks (lines read,
+    the files left behind, dropped.json's totals) start at nothing."""
     done = None if raw["done"] is None else _identity(raw["done"])
     offset = int(raw["offset"])
-    if offset < 0:
-        raise ValueError("negative offset")
-    return Position(_identity(raw["file"]), offset, done)
+    numbers = [int(raw.get(key, 0)) for key in ("lines", "dropped_files", "dropped_lines")]
+    if offset < 0 or min(numbers) < 0:
+        raise ValueError("negative offset or count")
+    left = [Left(_identity(item["file"]), int(item["lines"])) for item in raw.get("left", [])]
+    return Position(_identity(raw["file"]), offset, done, numbers[0], left[-HISTORY:], *numbers[1:])
