@@ -308,7 +308,15 @@ def connection_metrics(stats: ConnectionStats) -> list[Metric]:
     )
     for reason, count in sorted(stats.dropped.items()):
         dropped.add_metric([reason], count)
-    return [disconnects, dropped]
+    auth = CounterMetricFamily(
+        "agentwatch_exporter_auth_failures",
+        "Requests refused by basic auth, by reason: missing (no credentials), wrong (a full "
+        "bcrypt paid), rate_limited (the client failed too often lately; no hash computed).",
+        labels=["reason"],
+    )
+    for reason, count in sorted(stats.auth_failures.items()):
+        auth.add_metric([reason], count)
+    return [disconnects, dropped, auth]
 
 
 def self_metrics(health: list[SentinelHealth]) -> Iterable[Metric]:
