@@ -6,6 +6,7 @@ format's scrape threw the other's cached body away: 362 of 400 such scrapes time
 from __future__ import annotations
 
 import asyncio
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -108,4 +109,26 @@ def test_concurrent_scrapes_share_one_render_per_format(exporter: tuple[int, Pat
     bound = int(seconds) + 2
     made = {kind: after[kind] - before[kind] for kind in ("openmetrics", "text")}
     assert made["openmetrics"] <= bound and made["text"] <= bound + 1, (made, seconds)
+    assert "Traceback" not in log.read_text()
+
+
+def test_clients_that_never_read_hold_no_handler_thread(exporter: tuple[int, Path]) -> None:
+    """Twice as many clients as handler threads ask for the 1.9 MB page and never read it:
+    the kernel's send buffer (tcp_wmem, up to 4 MiB) takes each whole answer, so no thread
+    waits on them and a real scrape is answered at once, not after the 10 s write timeout."""
+    port, log = exporter
+    idle = []
+    try:
+        for _ in range(2 * 8):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+            idle.append(sock)
+        time.sleep(1.0)  # every one of them has been handed to a thread by now
+        started = time.monotonic()
+        answer = asyncio.run(_scrape(port, "openmetrics"))
+        assert answer.startswith(b"HTTP/1.0 200") and time.monotonic() - started < 5.0
+    finally:
+        for sock in idle:
+            sock.close()
     assert "Traceback" not in log.read_text()
