@@ -1,13 +1,14 @@
 """Many concurrent scrapers on a big spool: do they share one render, or queue for the CPU?
 
-Writes a spool of `--series` series (20,000 by default, about 1.5 MB, the size of a busy
-fleet's token ledger), starts the real `agentwatch exporter` on it (loopback), and runs
-`--scrapers` concurrent clients (200), each doing `--rounds` GET /metrics back to back under
-Prometheus' default 10 s scrape timeout, the whole run bounded by `--seconds`. The spool is
-rewritten every `--rewrite` seconds (as a sentinel does), so renders happen during the run,
-not only once. Prints p50/p99/max latency, requests, timeouts and errors; `--baseline REF`
-measures the exporter of that git ref the same way in the same run. Exits 1 when a request
-failed or p99 is over `--target-p99` seconds.
+Writes a spool of `--series` series (20,000 by default, 1.9 MB, a busy fleet's token ledger),
+starts the real `agentwatch exporter` on it (loopback), and runs `--scrapers` concurrent
+clients (200), each doing `--rounds` GET /metrics (10) back to back under Prometheus' default
+10 s scrape timeout, the whole run bounded by `--seconds` (60). Half the clients ask for
+OpenMetrics as Prometheus does, half for text as curl does (`--accept`). The spool is
+rewritten every `--rewrite` seconds (5), as a sentinel does, so renders happen during the run.
+Prints p50/p99/max latency, answers, timeouts and errors; `--baseline REF` measures the
+exporter of that git ref the same way in the same run. Exits 1 when a scrape failed or p99 is
+over `--target-p99` seconds (5).
 
     .venv/bin/python bench/bench_scrape_flight.py [--scrapers 200] [--baseline main]
 """
@@ -148,7 +149,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--series", type=int, default=20_000)
     parser.add_argument("--scrapers", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=3, help="scrapes per scraper")
+    parser.add_argument("--rounds", type=int, default=10, help="scrapes per scraper")
     parser.add_argument("--seconds", type=float, default=60.0, help="bound of each run")
     parser.add_argument("--rewrite", type=float, default=5.0, help="spool rewrite period")
     parser.add_argument("--target-p99", type=float, default=5.0, help="seconds")
