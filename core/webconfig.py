@@ -252,7 +252,7 @@ def load(path: Path) -> WebConfig:
 OK, MISSING, WRONG, LIMITED = "ok", "missing", "wrong", "rate_limited"
 FAILURE_BURST = 10  # wrong credentials one client may send at once...
 FAILURE_REFILL = 6.0  # ...then one more every this many seconds (10 a minute)
-MAX_CLIENTS = 1024  # failing clients remembered at once (bounded memory)
+MAX_CLIENTS = 1024  # client addresses remembered at once (bounded memory)
 
 
 class FailureLimit:
@@ -271,21 +271,28 @@ class FailureLimit:
         tokens, when = self._buckets.get(client, (float(self.burst), now))
         return min(float(self.burst), tokens + (now - when) / self.refill)
 
-    def blocked(self, client: str, now: float | None = None) -> bool:
+    def take(self, client: str, now: float | None = None) -> bool:
+        """Reserve one failure for a check about to hash (False: none left, refuse unhashed).
+        Taken before hashing, so clients racing on many connections get no more than this."""
         now = time.monotonic() if now is None else now
         with self._lock:
-            return client in self._buckets and self._tokens(client, now) < 1.0
-
-    def failed(self, client: str, now: float | None = None) -> None:
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            tokens = self._tokens(client, now) - 1.0
+            tokens = self._tokens(client, now)
+            if tokens < 1.0:
+                return False
             self._buckets.pop(client, None)  # re-inserted last: the dict is oldest first
-            self._buckets[client] = (max(tokens, 0.0), now)
+            self._buckets[client] = (tokens - 1.0, now)
             if len(self._buckets) > self.clients:
                 full = [c for c in self._buckets if self._tokens(c, now) >= self.burst]
                 for gone in full or [next(iter(self._buckets))]:
                     del self._buckets[gone]
+            return True
+
+    def give_back(self, client: str, now: float | None = None) -> None:
+        """The check succeeded: the reserved failure was not one."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            if client in self._buckets:
+                self._buckets[client] = (min(self._tokens(client, now) + 1.0, self.burst), now)
 
 
 class Authenticator:
@@ -330,7 +337,7 @@ class Authenticator:
             known = self._verified.get((user, hashed))
             if known is not None and hmac.compare_digest(known, digest):
                 return OK
-        if self.limit.blocked(client):
+        if not self.limit.take(client):
             return LIMITED
         with self._bcrypt:
             try:
@@ -339,8 +346,8 @@ class Authenticator:
                 ok = False
         if ok and hashed is not None:
             self._verified[(user, hashed)] = digest
+            self.limit.give_back(client)
             return OK
-        self.limit.failed(client)
         return WRONG
 
 

@@ -9,6 +9,7 @@ import base64
 import socket
 import statistics
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -149,3 +150,26 @@ def test_a_client_that_keeps_failing_is_refused_without_hashing(
     text = log.read_text()
     assert text.count("basic auth refused a client (rate limited;") == 1
     assert "Traceback" not in text
+
+
+def test_racing_connections_get_no_more_guesses_than_the_limit(
+    exporter: tuple[int, Path],
+) -> None:
+    """8 connections at once from one address: the failure is reserved before the hash, so
+    the ones waiting for the (one at a time) bcrypt do not all slip past the limit."""
+    port, _ = exporter
+    statuses: list[int] = []
+    started = time.monotonic()
+
+    def guess(thread: int) -> None:
+        for attempt in range(4):
+            statuses.append(_request(port, "127.0.0.77", USER, f"{thread}-{attempt}")[0])
+
+    threads = [threading.Thread(target=guess, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    refilled = int((time.monotonic() - started) / 6.0)  # one more per 6 s of the run
+    assert sorted(set(statuses)) == [401, 429] and len(statuses) == 32
+    assert 10 <= statuses.count(401) <= 10 + refilled, (statuses.count(401), refilled)
