@@ -43,6 +43,7 @@ def spool_collector(cfg: config.Config, spool_dir: Path) -> SpoolCollector:
 
 def run(args: argparse.Namespace, cfg: config.Config) -> int:
     from agentwatch.core import notify
+    from agentwatch.core.http import ListenError
     from agentwatch.core.webconfig import WebConfigError, load_for
     from agentwatch.exporter.server import serve
 
@@ -55,6 +56,9 @@ def run(args: argparse.Namespace, cfg: config.Config) -> int:
         return 2
     try:
         server = serve(spool_collector(cfg, spool_dir), listen, web)
+    except ListenError as err:  # the one line says HOST:PORT and why
+        log.error("exporter: %s", err)
+        return 2
     except (OSError, ValueError) as err:
         log.error("cannot listen on %s: %s", listen, err)
         return 2

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from agentwatch.cli import common, demo_story, stack
 from agentwatch.cli.exporter import spool_collector
 from agentwatch.controller import report
-from agentwatch.core import claude, config, paths, run_budget
+from agentwatch.core import claude, config, paths, run_budget, single
 from agentwatch.core.files import write_atomic
 from agentwatch.core.process import die_with_parent
 from agentwatch.sentinels import registry
@@ -50,6 +50,7 @@ STATUS_EVERY = 10.0
 SIGNALS = ("AgentwatchWatchdog", "AgentwatchErrorRatioLow")  # firing is their normal state
 STORY_EVERY = 2.0  # the demo's loop steps are looked for this often
 RESTART_DELAY = 2.0
+LOCK_FILE = "up.lock"  # in the state folder: one `up` per state folder
 
 
 def add(commands: argparse._SubParsersAction) -> None:
@@ -409,6 +410,23 @@ def run(args: argparse.Namespace, cfg: config.Config) -> int:
     spool = args.spool_dir or cfg.spool_dir
     state = args.state_dir or cfg.state_dir
     paths.ensure_dir(state)
+    try:  # before anything is written or started: a second `up` touches nothing
+        lock = single.hold(state / LOCK_FILE)
+    except single.Held as held:
+        who = f"PID {held.pid}" if held.pid is not None else "another process"
+        print(f"agentwatch up: already running on {state} ({who} holds {held.path}); "
+              "stop it first or use another --state-dir", file=sys.stderr)  # fmt: skip
+        return 2
+    except OSError as err:
+        print(f"agentwatch up: cannot lock {state / LOCK_FILE}: {err}", file=sys.stderr)
+        return 2
+    try:
+        return _run_locked(args, cfg, state, spool)
+    finally:
+        single.release(lock)
+
+
+def _run_locked(args: argparse.Namespace, cfg: config.Config, state: Path, spool: Path) -> int:
     paths.ensure_dir(spool, mode=0o755)
     logs = paths.ensure_dir(state / "logs")
     lacking = [] if args.no_stack else stack.missing()

@@ -36,6 +36,7 @@ from agentwatch.controller.spend import SpendReader
 from agentwatch.controller.web import redact
 from agentwatch.core import claude, paths
 from agentwatch.core.config import Config
+from agentwatch.core.http import ListenError
 from agentwatch.core.log import FailureGate
 from agentwatch.core.loop import Loop, Outcome
 
@@ -262,6 +263,9 @@ def run(config: Config, args: argparse.Namespace) -> int:
         listen = getattr(args, "listen", None) or section["listen"]
         try:
             http = server.start(controller.board, listen, section["web_config_file"])
+        except ListenError as err:  # the one line says HOST:PORT and why
+            log.error("%s", err)
+            return 2
         except (OSError, ValueError) as err:
             log.error("cannot listen on %s: %s", listen, err)
             return 2

@@ -8,6 +8,7 @@ and quiet logging behave the same everywhere. Listeners bind 127.0.0.1 unless co
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
 import logging
@@ -45,11 +46,17 @@ class ConnectionStats:
     """What a listener counts about its clients, for a caller that serves it as metrics."""
 
     DROP_REASONS = ("header_timeout", "header_too_large", "overloaded", "stalled", "tls_handshake")
+    AUTH_REASONS = ("missing", "rate_limited", "wrong")  # webconfig's verdicts but OK
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.dropped: dict[str, int] = dict.fromkeys(self.DROP_REASONS, 0)
+        self.auth_failures: dict[str, int] = dict.fromkeys(self.AUTH_REASONS, 0)
         self.disconnects = 0
+
+    def auth_failed(self, reason: str) -> None:
+        with self._lock:
+            self.auth_failures[reason] += 1
 
     def drop(self, reason: str) -> None:
         with self._lock:
@@ -277,6 +284,23 @@ class _Intake(threading.Thread):
         self.server.close_connection(item.sock)
 
 
+class ListenError(OSError):
+    """A listener that cannot bind, said in one line: `127.0.0.1:9847 is already in use`."""
+
+    def __init__(self, address: tuple[str, int], cause: OSError):
+        host, port = address[0], address[1]
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if cause.errno == errno.EADDRINUSE:
+            message = f"{where} is already in use (stop what listens there or choose another port)"
+        else:
+            message = f"cannot listen on {where}: {cause.strerror or cause}"
+        super().__init__(cause.errno, message)
+        self.where = where
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
 # A client gone before its answer was written: its problem, not a traceback of ours.
 DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, ssl.SSLEOFError)
 
@@ -311,23 +335,28 @@ class Server(HTTPServer):
         self.jobs: queue.SimpleQueue[tuple[socket.socket, Any, bytes] | None] = queue.SimpleQueue()
         self._open = 0
         self._open_lock = threading.Lock()
+        self._intake: _Intake | None = None  # server_close() runs when the bind fails too
+        self._workers: list[threading.Thread] = []
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
-        super().__init__(address, handler)
+        try:
+            super().__init__(address, handler)
+        except OSError as err:
+            raise ListenError(address, err) from None
         self.socket.setblocking(False)  # accepted in the intake's loop
         self._stop = threading.Event()
         self._stopped = threading.Event()
         self._stopped.set()
         self._answered = threading.Condition()
         self._answered_count = 0
-        self._intake = _Intake(self)
+        intake = self._intake = _Intake(self)
         self._workers = [
             threading.Thread(target=self._work, name=f"http-worker-{n}", daemon=True)
             for n in range(workers)
         ]
         for thread in self._workers:  # all of them before the first connection is taken
             thread.start()
-        self._intake.start()
+        intake.start()
 
     @property
     def scheme(self) -> str:
@@ -374,7 +403,8 @@ class Server(HTTPServer):
             )  # fmt: skip
             TCPServer.shutdown_request(self, request)
             return
-        self._intake.add(request, client_address)
+        if self._intake is not None:  # always: only the intake accepts
+            self._intake.add(request, client_address)
 
     def close_connection(self, sock: socket.socket) -> None:
         """Close a connection this server accepted (exactly once per accepted one)."""
@@ -418,9 +448,11 @@ class Server(HTTPServer):
                     self._answered.notify_all()
 
     def server_close(self) -> None:
-        self._intake.stop()
-        if self._intake.is_alive() and self._intake is not threading.current_thread():
-            self._intake.join(timeout=5)
+        intake = self._intake
+        if intake is not None:
+            intake.stop()
+            if intake.is_alive() and intake is not threading.current_thread():
+                intake.join(timeout=5)
         for _ in self._workers:
             self.jobs.put(None)
         super().server_close()
@@ -432,7 +464,8 @@ def make_server(
     context: ssl.SSLContext | None = None,
     stats: ConnectionStats | None = None,
 ) -> Server:
-    """Bind `HOST:PORT` (ValueError for a bad address, OSError when it cannot bind)."""
+    """Bind `HOST:PORT` (ValueError for a bad address, ListenError, an OSError whose
+    message is the one line to log, when it cannot bind)."""
     return Server(parse_listen(listen, any_port=True), handler, context, stats)
 
 
@@ -462,9 +495,27 @@ class Handler(BaseHTTPRequestHandler):
         self.send(status, "application/json", json.dumps(payload).encode() + b"\n")
 
     def authorized(self) -> bool:
-        """True when the request may proceed; otherwise a 401 has been sent."""
-        if self.auth is None or self.auth.check(self.headers.get("Authorization")):
+        """True when the request may proceed; otherwise a 401 (or, for a client that failed
+        too often lately, a 429) has been sent, counted and logged once per episode."""
+        if self.auth is None:
             return True
+        client = str(self.client_address[0]) if self.client_address else ""
+        verdict = self.auth.verdict(self.headers.get("Authorization"), client)
+        if verdict == "ok":
+            return True
+        server: Any = self.server
+        if isinstance(server, Server):
+            server.stats.auth_failed(verdict)
+            if verdict != "missing":  # a browser asks without credentials first: no news
+                server.quiet.event(
+                    f"auth_{verdict}", "basic auth refused a client (%s; counted in "
+                    "agentwatch_exporter_auth_failures_total; more are not logged until %.0f s "
+                    "pass without one)", verdict.replace("_", " "), EPISODE_GAP,
+                )  # fmt: skip
+        if verdict == "rate_limited":
+            retry = {"Retry-After": f"{self.auth.limit.refill:.0f}"}
+            self.send(429, "text/plain; charset=utf-8", b"429 Too Many Requests\n", retry)
+            return False
         self.send(
             401,
             "text/plain; charset=utf-8",

@@ -15,7 +15,10 @@ import hmac
 import logging
 import os
 import ssl
-from collections.abc import Mapping
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,8 +61,6 @@ TLS_KEYS = (
     "max_version",
 )
 TOP_KEYS = ("tls_server_config", "basic_auth_users")
-# bcrypt of a random password: unknown users cost as much time as known ones.
-_DUMMY_HASH = b"$2b$10$HSSimjcz/pEgksn29nwxL.pdGcWX7z/MuxxW/xEDcCyHm78yiy9cu"
 
 
 class WebConfigError(ValueError):
@@ -248,41 +249,114 @@ def load(path: Path) -> WebConfig:
     return WebConfig(path, tls, users, context, tuple(w for w in warnings if w))
 
 
+OK, MISSING, WRONG, LIMITED = "ok", "missing", "wrong", "rate_limited"
+FAILURE_BURST = 10  # wrong credentials one client may send at once...
+FAILURE_REFILL = 6.0  # ...then one more every this many seconds (10 a minute)
+MAX_CLIENTS = 1024  # client addresses remembered at once (bounded memory)
+
+
+class FailureLimit:
+    """A token bucket of failed logins per client address: FAILURE_BURST at once, then one
+    per FAILURE_REFILL seconds. A client over it is refused before any hash is computed, so a
+    guesser from one address gets 10 tries a minute, not one per bcrypt (~10 a second)."""
+
+    def __init__(
+        self, burst: int = FAILURE_BURST, refill: float = FAILURE_REFILL, clients: int = MAX_CLIENTS
+    ):
+        self.burst, self.refill, self.clients = burst, refill, clients
+        self._buckets: dict[str, tuple[float, float]] = {}  # client: (tokens, when)
+        self._lock = threading.Lock()
+
+    def _tokens(self, client: str, now: float) -> float:
+        tokens, when = self._buckets.get(client, (float(self.burst), now))
+        return min(float(self.burst), tokens + (now - when) / self.refill)
+
+    def take(self, client: str, now: float | None = None) -> bool:
+        """Reserve one failure for a check about to hash (False: none left, refuse unhashed).
+        Taken before hashing, so clients racing on many connections get no more than this."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            tokens = self._tokens(client, now)
+            if tokens < 1.0:
+                return False
+            self._buckets.pop(client, None)  # re-inserted last: the dict is oldest first
+            self._buckets[client] = (tokens - 1.0, now)
+            if len(self._buckets) > self.clients:
+                full = [c for c in self._buckets if self._tokens(c, now) >= self.burst]
+                for gone in full or [next(iter(self._buckets))]:
+                    del self._buckets[gone]
+            return True
+
+    def give_back(self, client: str, now: float | None = None) -> None:
+        """The check succeeded: the reserved failure was not one."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            if client in self._buckets:
+                self._buckets[client] = (min(self._tokens(client, now) + 1.0, self.burst), now)
+
+
 class Authenticator:
-    """Checks `Authorization: Basic` against bcrypt hashes, in constant time.
+    """Checks `Authorization: Basic` against bcrypt hashes; a wrong password always costs one.
 
     bcrypt is slow by design; a scrape every 15 s must not pay it each time, so a password that
-    verified once is remembered (as a SHA-256, per user and hash) for the process lifetime and
-    later compared with hmac.compare_digest."""
+    verified once is remembered (as an HMAC under a key of this process, per user and hash) and
+    later matched with hmac.compare_digest. Only successes are remembered: every mismatch,
+    for a known user or an unknown one (checked against a dummy hash of the users' cost), pays
+    a full bcrypt, so the answer's time tells nothing about which user names exist (as
+    Prometheus' exporter-toolkit does). One bcrypt at a time (guesses use one core at most,
+    the scrapes with remembered credentials pass without waiting), and a client past its
+    FailureLimit is refused before any hash."""
 
-    def __init__(self, users: Mapping[str, bytes]):
+    def __init__(self, users: Mapping[str, bytes], limit: FailureLimit | None = None):
         self.users = dict(users)
+        self.limit = limit if limit is not None else FailureLimit()
         self._verified: dict[tuple[str, bytes], bytes] = {}
+        self._key = os.urandom(32)
+        self._bcrypt = threading.Lock()
+        self._dummy = _dummy_hash(self.users.values()) if self.users else b""
 
     @property
     def enabled(self) -> bool:
         return bool(self.users)
 
     def check(self, header: str | None) -> bool:
+        return self.verdict(header) == OK
+
+    def verdict(self, header: str | None, client: str = "") -> str:
+        """OK, or why not: MISSING (no basic credentials), WRONG, LIMITED (the client failed
+        too often lately; answered without hashing)."""
         if not self.users:
-            return True
+            return OK
         credentials = _basic_credentials(header)
         if credentials is None:
-            return False
+            return MISSING
         user, password = credentials
         hashed = self.users.get(user)
-        digest = hashlib.sha256(password).digest()
+        digest = hmac.new(self._key, user.encode() + b"\0" + password, hashlib.sha256).digest()
         if hashed is not None:
             known = self._verified.get((user, hashed))
-            if known is not None:
-                return hmac.compare_digest(known, digest)
-        try:
-            ok = bcrypt.checkpw(password, hashed or _DUMMY_HASH) and hashed is not None
-        except ValueError:  # e.g. a password longer than bcrypt's 72 bytes
-            return False
+            if known is not None and hmac.compare_digest(known, digest):
+                return OK
+        if not self.limit.take(client):
+            return LIMITED
+        with self._bcrypt:
+            try:
+                ok = bcrypt.checkpw(password, hashed or self._dummy) and hashed is not None
+            except ValueError:  # e.g. a password longer than bcrypt's 72 bytes
+                ok = False
         if ok and hashed is not None:
             self._verified[(user, hashed)] = digest
-        return ok
+            self.limit.give_back(client)
+            return OK
+        return WRONG
+
+
+def _dummy_hash(hashes: Iterable[bytes]) -> bytes:
+    """A bcrypt hash of a random password at the users' most common cost (ties: the
+    highest): an unknown user costs what a known one does."""
+    costs = Counter(int(hashed[4:6]) for hashed in hashes if hashed[4:6].isdigit())
+    cost = max(costs, key=lambda c: (costs[c], c)) if costs else 10
+    return bcrypt.hashpw(os.urandom(16).hex().encode(), bcrypt.gensalt(rounds=cost))
 
 
 def _basic_credentials(header: str | None) -> tuple[str, bytes] | None:

@@ -75,6 +75,7 @@ MERGE_REASONS = ("reserved", "clash")
 REJECT_REASONS = (*REASONS, *MERGE_REASONS)
 NO_HELP = "(the spool file gives no help text)"
 BODY_BUCKET = 1.0  # seconds a rendered /metrics body is served while the spool is unchanged
+FORMATS = ("openmetrics", "text")
 
 
 class SpoolCollector:
@@ -82,7 +83,8 @@ class SpoolCollector:
 
     `body()` is what /metrics serves: the rendered exposition, cached while the spool's
     listing (names and signatures) is unchanged, for at most BODY_BUCKET seconds so the
-    staleness and self-metrics move on; 200 scrapers at once cost one render, not 200."""
+    staleness and self-metrics move on; 200 scrapers at once cost one render per format
+    (text, OpenMetrics), not 200."""
 
     def __init__(
         self,
@@ -106,7 +108,11 @@ class SpoolCollector:
         self._merge_rejected: set[tuple[str, tuple[int, int, int]]] = set()
         self._logged_skipped = 0
         self._merge_seconds = 0.0
-        self._body: tuple[tuple[object, ...], str, bytes] | None = None
+        self._bodies: dict[str, tuple[tuple[object, ...], bytes]] = {}  # by format
+        self._rendered: tuple[tuple[object, ...], list[Metric]] | None = None
+        self._flights: dict[str, _Flight] = {}
+        self._renders = dict.fromkeys(FORMATS, 0)
+        self._flights_lock = threading.Lock()
 
     def snapshot(self, now: float | None = None) -> tuple[list[Metric], list[SentinelHealth]]:
         """Merged families and per-sentinel health, as of now."""
@@ -240,6 +246,7 @@ class SpoolCollector:
             *connection_metrics(self.connections),
             threshold_metrics(self.thresholds),
             *self.filesystems.families(),
+            self._render_metric(),
             GaugeMetricFamily(
                 "agentwatch_exporter_merge_duration_seconds",
                 "Time the exporter took to read and merge the spool for the body it serves.",
@@ -249,19 +256,59 @@ class SpoolCollector:
 
     def body(self, openmetrics: bool = False, now: float | None = None) -> bytes:
         """The /metrics body, rendered again only when the spool changed or BODY_BUCKET
-        seconds passed (the spool is still listed and stat'ed on every call: cheap)."""
-        now = time.time() if now is None else now
+        seconds passed (the spool is still listed and stat'ed on every call: cheap).
+
+        Single flight per format: a scrape that arrives while another is checking or
+        rendering the same format waits for that one and serves its bytes, so N concurrent
+        scrapes cost one render, not N queued behind the handler threads."""
         kind = "openmetrics" if openmetrics else "text"
+        with self._flights_lock:
+            flight = self._flights.get(kind)
+            leader = flight is None
+            if flight is None:
+                flight = self._flights[kind] = _Flight()
+        if not leader:
+            return flight.wait()
+        try:
+            body = self._fresh_body(kind, openmetrics, now)
+        except BaseException as err:
+            flight.fail(err)
+            raise
+        finally:
+            with self._flights_lock:
+                del self._flights[kind]
+        flight.done(body)
+        return body
+
+    def _fresh_body(self, kind: str, openmetrics: bool, now: float | None) -> bytes:
+        now = time.time() if now is None else now
         with self._lock:
             listing = self.reader.read()
             key = (listing.key, int(now // BODY_BUCKET))
-            if self._body is not None and self._body[:2] == (key, kind):
-                return self._body[2]
-            families, health, _ = self._snapshot(now, listing)
-            rendered = self._families(families, health, listing)
+            cached = self._bodies.get(kind)
+            if cached is not None and cached[0] == key:
+                return cached[1]
+            self._renders[kind] += 1
+            if self._rendered is not None and self._rendered[0] == key:
+                rendered = self._rendered[1]  # the other format's families, this bucket
+            else:
+                families, health, _ = self._snapshot(now, listing)
+                rendered = self._families(families, health, listing)
+                self._rendered = (key, rendered)
             body = _encode(rendered, openmetrics)
-            self._body = (key, kind, body)
+            self._bodies[kind] = (key, body)
             return body
+
+    def _render_metric(self) -> Metric:
+        renders = CounterMetricFamily(
+            "agentwatch_exporter_renders",
+            "/metrics bodies rendered, by format (text, openmetrics); scrapes within a second "
+            "of an unchanged spool, or while one renders, share its body.",
+            labels=["format"],
+        )
+        for kind, count in sorted(self._renders.items()):
+            renders.add_metric([kind], count)
+        return renders
 
     def _reader_metrics(self, listing: Listing) -> list[Metric]:
         rejected = CounterMetricFamily(
@@ -277,6 +324,29 @@ class SpoolCollector:
             value=listing.skipped,
         )
         return [rejected, skipped]
+
+
+class _Flight:
+    """One render in progress, and the scrapes that wait for its bytes."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._body = b""
+        self._error: BaseException | None = None
+
+    def done(self, body: bytes) -> None:
+        self._body = body
+        self._event.set()
+
+    def fail(self, error: BaseException) -> None:
+        self._error = error
+        self._event.set()
+
+    def wait(self) -> bytes:
+        self._event.wait()
+        if self._error is not None:
+            raise RuntimeError("the shared render of /metrics failed") from self._error
+        return self._body
 
 
 class _Fixed:
@@ -308,7 +378,15 @@ def connection_metrics(stats: ConnectionStats) -> list[Metric]:
     )
     for reason, count in sorted(stats.dropped.items()):
         dropped.add_metric([reason], count)
-    return [disconnects, dropped]
+    auth = CounterMetricFamily(
+        "agentwatch_exporter_auth_failures",
+        "Requests refused by basic auth, by reason: missing (no credentials), wrong (a full "
+        "bcrypt paid), rate_limited (the client failed too often lately; no hash computed).",
+        labels=["reason"],
+    )
+    for reason, count in sorted(stats.auth_failures.items()):
+        auth.add_metric([reason], count)
+    return [disconnects, dropped, auth]
 
 
 def self_metrics(health: list[SentinelHealth]) -> Iterable[Metric]:
