@@ -236,8 +236,11 @@ def plan_monitoring(cfg: config.Config, target: Target, plan: Plan) -> None:
     for source in rules:
         plan.add(rules_dir / source.name, source.read_bytes())
     files = stack_files(target, cfg.state_dir)
+    bernstein = stack.bernstein_scrape(cfg, files.prometheus_config.parent, os.environ)
+    if bernstein is not None and bernstein.token_path is not None and bernstein.token:
+        plan.add(bernstein.token_path, bernstein.token + "\n", mode=0o600)
     prometheus = stack.prometheus_config(
-        cfg, cfg["exporter"]["listen"], [rules_dir / source.name for source in rules]
+        cfg, cfg["exporter"]["listen"], [rules_dir / source.name for source in rules], bernstein
     )
     header = "# Written by `agentwatch install`; `agentwatch uninstall` removes it if unchanged.\n"
     plan.add(files.prometheus_config, header + yaml.safe_dump(prometheus, sort_keys=False))
