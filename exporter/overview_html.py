@@ -8,6 +8,7 @@ meets markup. The facts come from overview.build.
 from __future__ import annotations
 
 import html
+import math
 import socket
 import time
 from collections.abc import Iterable, Sequence
@@ -59,8 +60,11 @@ def tokens(value: float) -> str:
 
 
 def clock(at: float, now: float) -> str:
-    """Local time, with the day when it is not today."""
-    local, today = time.localtime(at), time.localtime(now)
+    """Local time, with the day when it is not today ("?" for a time no clock shows)."""
+    try:
+        local, today = time.localtime(at), time.localtime(now)
+    except (ValueError, OverflowError, OSError):
+        return "?"
     if local[:3] == today[:3]:
         return time.strftime("%H:%M", local)
     return time.strftime("%a %d %b %H:%M", local)
@@ -68,6 +72,8 @@ def clock(at: float, now: float) -> str:
 
 def relative(at: float, now: float) -> str:
     delta = at - now
+    if not math.isfinite(delta):
+        return "?"
     span = abs(delta)
     if span < 60:
         text = f"{span:.0f} s"
@@ -207,11 +213,11 @@ def _allowed(view: Overview) -> tuple[str, str, str] | None:
         effective, level = throttle.get("effective_max_agents"), throttle.get("max_agents")
         note = f"of {level} (mode {throttle.get('mode', '?')})"
     elif "effective_max_agents" in view.controller:
-        effective = int(view.controller["effective_max_agents"])
-        note = f"of {int(view.controller.get('max_agents', 0))} (from controller.prom)"
+        effective = f"{view.controller['effective_max_agents']:g}"
+        note = f"of {view.controller.get('max_agents', 0):g} (from controller.prom)"
     else:
         return None
-    cls = "bad" if effective == 0 else "ok"
+    cls = "bad" if str(effective) == "0" else "ok"
     return str(effective), note, cls
 
 
@@ -303,7 +309,7 @@ def hourly_chart(points: Sequence[tuple[float, float]], now: float) -> str:
             anchor = "end" if i == len(points) - 1 else "middle"
             shapes.append(
                 f'<text x="{x + bar / 2:.1f}" y="{height - 5}" class="tick" text-anchor="{anchor}">'
-                f"{e(time.strftime('%H:%M', time.localtime(end)))}</text>"
+                f"{e(clock(end, end))}</text>"
             )
     return (
         f'<svg class="chart" id="spend-chart" viewBox="0 0 {width} {height}" width="{width}" '
@@ -312,7 +318,7 @@ def hourly_chart(points: Sequence[tuple[float, float]], now: float) -> str:
 
 
 def _bar(share: float, width: int = 120) -> str:
-    filled = max(0.0, min(1.0, share)) * width
+    filled = max(0.0, min(1.0, share if math.isfinite(share) else 0.0)) * width
     colour = {"ok": "#59a14f", "warn": "#edc948", "bad": "#e15759"}[_level(share)]
     return (
         f'<svg class="bar" width="{width}" height="12" viewBox="0 0 {width} 12">'

@@ -12,6 +12,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import math
 import re
 import threading
 import time
@@ -107,12 +108,16 @@ def get_json(url: str, timeout: float = TIMEOUT) -> Any:
 
 def read_alerts(base: str) -> tuple[list[Alert], int, int]:
     """Firing alerts (active: neither silenced nor inhibited), and how many are suppressed."""
-    answer = get_json(f"{base.rstrip('/')}/api/v2/alerts")
+    return parse_alerts(get_json(f"{base.rstrip('/')}/api/v2/alerts"))
+
+
+def parse_alerts(answer: Any) -> tuple[list[Alert], int, int]:
+    """Alertmanager's alert list; elements that are not alerts are skipped."""
     if not isinstance(answer, list):
         raise HttpError("answered something that is not an alert list")
     firing, silenced, inhibited = [], 0, 0
     for item in answer:
-        if not isinstance(item, dict):
+        if not isinstance(item, dict) or not isinstance(item.get("labels"), dict):
             continue
         found = item.get("status")
         status: dict[str, Any] = found if isinstance(found, dict) else {}
@@ -173,6 +178,7 @@ def read_spend_per_hour(base: str, now: float) -> list[tuple[float, float]]:
         results = answer["data"]["result"]
         values = results[0]["values"] if results else []
         points = {float(t): float(v) for t, v in values}
+        points = {t: v for t, v in points.items() if math.isfinite(v)}
     except (KeyError, IndexError, TypeError, ValueError) as err:
         raise HttpError("answered something that is not a query result") from err
     ends = [now - (HOURS - 1 - i) * 3600 for i in range(HOURS)]
