@@ -230,8 +230,11 @@ def _section(ident: str, title: str, body: str, wide: bool = False) -> str:
     return f'<section id="{ident}"{cls}><h2>{e(title)}</h2>{body}</section>'
 
 
-def _table(head: Sequence[str], rows: Iterable[Sequence[str]], numeric: Sequence[int] = ()) -> str:
-    """Cells are markup already (escaped by the caller); `numeric` columns align right."""
+def _table(
+    head: Sequence[str], rows: Iterable[Sequence[str]], numeric: Sequence[int] = (), cls: str = ""
+) -> str:
+    """Cells are markup already (escaped by the caller); `numeric` columns align right;
+    `cls` "wrap" breaks long words anywhere (free text from alerts)."""
     heads = "".join(
         f"<th{' class=num' if i in numeric else ''}>{e(h)}</th>" for i, h in enumerate(head)
     )
@@ -241,7 +244,8 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[str]], numeric: Sequence
         + "</tr>"
         for row in rows
     )
-    return f"<table><thead><tr>{heads}</tr></thead><tbody>{body}</tbody></table>"
+    attr = f' class="{cls}"' if cls else ""
+    return f"<table{attr}><thead><tr>{heads}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _spend(view: Overview) -> str:
@@ -305,11 +309,10 @@ def hourly_chart(points: Sequence[tuple[float, float]], now: float) -> str:
             f'<rect class="spend" x="{x:.1f}" y="{height - bottom - h:.1f}" width="{bar - 2:.1f}" '
             f'height="{h:.1f}" fill="{SPEND_COLOUR}"><title>{e(label)}</title></rect>'
         )
-        if i % 6 == 0 or i == len(points) - 1:
-            anchor = "end" if i == len(points) - 1 else "middle"
+        if i % 6 == 0:  # the hour each sixth bar starts
             shapes.append(
-                f'<text x="{x + bar / 2:.1f}" y="{height - 5}" class="tick" text-anchor="{anchor}">'
-                f"{e(clock(end, end))}</text>"
+                f'<text x="{x:.1f}" y="{height - 5}" class="tick">'
+                f"{e(clock(end - 3600, end))}</text>"
             )
     return (
         f'<svg class="chart" id="spend-chart" viewBox="0 0 {width} {height}" width="{width}" '
@@ -397,7 +400,9 @@ def _alerts(view: Overview) -> str:
         for a in remote.alerts
     ]
     return _section(
-        "alerts", "Firing alerts", _table(["severity", "alert", "where", "since"], rows) + note
+        "alerts",
+        "Firing alerts",
+        _table(["severity", "alert", "where", "since"], rows, cls="wrap") + note,
     )
 
 

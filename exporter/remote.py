@@ -169,9 +169,11 @@ def _strings(value: Any) -> dict[str, str]:
 
 
 def read_spend_per_hour(base: str, now: float) -> list[tuple[float, float]]:
-    """(end of hour, USD spent in the hour before it) for the last HOURS hours."""
+    """(end of hour, USD spent in the hour before it) for the last HOURS clock hours, the
+    current one included (its end is still to come: its bar grows until then)."""
+    end = math.ceil(now / 3600) * 3600
     query = urlencode(
-        {"query": SPEND_PER_HOUR, "start": now - (HOURS - 1) * 3600, "end": now, "step": 3600}
+        {"query": SPEND_PER_HOUR, "start": end - (HOURS - 1) * 3600, "end": end, "step": 3600}
     )
     answer = get_json(f"{base.rstrip('/')}/api/v1/query_range?{query}")
     try:
@@ -181,7 +183,7 @@ def read_spend_per_hour(base: str, now: float) -> list[tuple[float, float]]:
         points = {t: v for t, v in points.items() if math.isfinite(v)}
     except (KeyError, IndexError, TypeError, ValueError) as err:
         raise HttpError("answered something that is not a query result") from err
-    ends = [now - (HOURS - 1 - i) * 3600 for i in range(HOURS)]
+    ends = [end - (HOURS - 1 - i) * 3600 for i in range(HOURS)]
     return [(end, max(0.0, _near(points, end))) for end in ends]
 
 
