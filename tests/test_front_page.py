@@ -37,6 +37,7 @@ from tests import png
 from tests.conftest import CLI, free_port, local_config, run_cli, samples
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hooks"
+CODEX_HOME = Path(__file__).parent / "fixtures" / "agents" / "codex" / "codex-home"
 ROOT = Path(__file__).resolve().parents[1]
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 ALERTMANAGER = shutil.which("prometheus-alertmanager") or "/usr/bin/prometheus-alertmanager"
@@ -206,6 +207,12 @@ def build_stack(root: Path, processes: list[subprocess.Popen]) -> Stack:
         claude, sessions[0], "/home/user/work/cap-project", [(time.time(), OPUS, 2000)]
     )
     done = run_cli(*base, "sentinel", "token-ledger", "--once", env=env)
+    assert done.returncode == 0, done.stderr
+    # Codex CLI's real rollouts (captured 2026-12-01): a second agent in the spend tables.
+    codex = root / "codex-home"
+    shutil.copytree(CODEX_HOME, codex)
+    agents = {"CODEX_HOME": str(codex), "HOME": str(root / "home")}
+    done = run_cli(*base, "sentinel", "agent-ledger", "--once", env=agents)
     assert done.returncode == 0, done.stderr
     for name in ("SessionStart", "UserPromptSubmit", "PermissionRequest"):
         hook(state, name)  # cap-project's session works, tui-project's waits for permission
@@ -445,8 +452,14 @@ def test_spend_today_this_week_and_this_run_by_agent(stack: Stack, dom: Dom) -> 
     spend = dom.section("spend")
     for figure in (day, week, run):
         assert money(figure) in spend, (money(figure), spend)
+    codex = value(stack, "agentwatch_cost_usd_total", agent="codex")
+    assert codex > 0 and "codex" in spend
+    # Codex's responses are of 2026-12-01: this month's spend, on the day's row a zero.
+    month = value(stack, "agentwatch_spend_usd", agent="codex", period="month")
+    assert money(month) in spend
     summary = dom.section("summary")
-    assert money(day) in summary and money(run) in summary
+    every = {p: value(stack, "agentwatch_spend_usd", period=p) for p in ("day", "week", "run")}
+    assert all(money(v) in summary for v in every.values()), (every, summary)  # all agents
     models = dom.section("models")
     for model in (OPUS, SONNET):
         cost = value(stack, "agentwatch_cost_usd_total", model=model)
