@@ -151,3 +151,13 @@ def test_served_with_its_headers_and_stylesheet(collector: SpoolCollector) -> No
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_fresh_machine_gets_a_page_that_says_what_is_missing(tmp_path: Path) -> None:
+    """Nothing has run yet: an empty spool, the stack not read yet."""
+    families, health = SpoolCollector(tmp_path, expected=["token-ledger"]).snapshot()
+    page = render(build(families, health, Remote(), 1_800_000_000)).decode()
+    assert "No spend counted yet" in page and "No quota known" in page
+    assert "No recent session" in page and "Alertmanager: not read yet" in page
+    assert "Controller /throttle: not read yet" in page
+    assert ">missing<" in page  # the expected sentinel, never written
