@@ -63,6 +63,7 @@ READERS: tuple[Plug, ...] = (
     Plug("gemini"),  # nothing is deduplicated across files (gemini.py)
     Plug("opencode", across_files=True, companions=("-wal",)),  # a database and its WAL
     Plug("codex", across_files=True),  # forks replay their parent's rollout; dedup across
+    Plug("pi"),  # a record copied into another file has the same key (pi.py)
 )
 
 

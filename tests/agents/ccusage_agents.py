@@ -1,0 +1,137 @@
+"""The agents whose readers are held to ccusage's own test fixtures, one `Spec` each.
+
+Every agent added after Codex, Gemini and OpenCode has no CLI that installs and runs offline
+here, so its files are the ones ccusage's Rust tests write (tests/fixtures/agents/ccusage/<agent>,
+README per agent names the source file and commit). One spec says where the reader and
+`ccusage <agent> daily` look for them, and how to poison one record the way a broken or
+hostile file would (a copy of a fixture record with one count changed: no invented shape).
+The tests in test_ccusage_agents.py are parametrised over SPECS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from agentwatch.sentinels.agent_ledger import pi
+from agentwatch.sentinels.agent_ledger.base import AgentUsage, daily_totals
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "ccusage"
+POISON = 2**62
+Rows = dict[str, dict[str, float]]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One agent: its reader, the env variable both tools read, and how its data is laid
+    out from a fixture folder (one per ccusage test)."""
+
+    module: ModuleType
+    env: str
+    # the env value for these copied test folders (a comma-separated list by default)
+    roots: Callable[[list[Path]], str] = lambda dirs: ",".join(map(str, dirs))
+    # the fixture file to poison (given the copied data folder), and the poisoning: a copy of
+    # one of its records with one count set to POISON
+    poison_file: Callable[[Path], Path] = lambda base: base
+    poison: Callable[[Path], None] = lambda path: None
+    # days whose cost differs from ccusage, and why (docs/agents/<agent>.md says the same)
+    cost_differs: dict[str, str] = field(default_factory=dict)
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def agent(self) -> str:
+        return str(self.module.AGENT)
+
+    def copy(self, base: Path) -> list[Path]:
+        """The agent's fixture folders copied under base, one per ccusage test."""
+        source = FIXTURES / self.agent
+        shutil.copytree(source, base, dirs_exist_ok=True)
+        return sorted(path for path in base.iterdir() if path.is_dir())
+
+    def environment(self, dirs: list[Path]) -> dict[str, str]:
+        return {self.env: self.roots(dirs), **self.extra_env}
+
+    def entries(self, env: dict[str, str]) -> list[AgentUsage]:
+        roots = self.module.roots(env, Path("/nonexistent"))
+        paths = [path for root in roots for path in self.module.files(root)]
+        return list(self.module.read_files(paths).entries)
+
+
+def ccusage_command() -> str:
+    command = os.environ.get("AGENTWATCH_CCUSAGE") or shutil.which("ccusage")
+    if not command:
+        pytest.fail("ccusage 20.0.24 is required (scripts/setup --test installs it)")
+    return command
+
+
+def ccusage_rows(agent: str, env: dict[str, str], home: Path, timezone: str = "UTC") -> Rows:
+    """`ccusage <agent> daily --json --offline` in the ledger's four classes: output is
+    totalTokens less the other three (ccusage's extra total tokens are output here)."""
+    done = subprocess.run(
+        [ccusage_command(), agent, "daily", "--json", "--offline", "--timezone", timezone],
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+             "TZ": timezone, **env},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    if done.returncode != 0 or not done.stdout.strip():
+        pytest.fail(f"ccusage failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+    report: dict[str, Any] = json.loads(done.stdout)
+    rows: Rows = {}
+    for row in report["daily"]:
+        known = row["inputTokens"] + row["cacheReadTokens"] + row["cacheCreationTokens"]
+        rows[row["date"]] = {
+            "input": row["inputTokens"], "output": row["totalTokens"] - known,
+            "cache_read": row["cacheReadTokens"], "cache_creation": row["cacheCreationTokens"],
+            "cost_usd": row["totalCost"],
+        }  # fmt: skip
+    return rows
+
+
+def reader_rows(spec: Spec, env: dict[str, str], timezone: str = "UTC") -> Rows:
+    return daily_totals(spec.entries(env), timezone, spec.module.price)
+
+
+# ----------------------------------------------------------------------------- poisons
+
+
+def _append_poisoned_line(path: Path, match: str, change: Callable[[dict], None]) -> None:
+    """Append a copy of the file's last line holding `match`, changed."""
+    lines = path.read_text().splitlines()
+    record = json.loads(next(line for line in reversed(lines) if match in line))
+    change(record)
+    with path.open("a") as out:
+        out.write("\n" + json.dumps(record, separators=(",", ":")) + "\n")
+
+
+def _one(base: Path, test: str, pattern: str) -> Path:
+    (path,) = (base / test).rglob(pattern)
+    return path
+
+
+def _pi_poison(path: Path) -> None:
+    def change(record: dict) -> None:
+        record["timestamp"] = "2026-01-02T00:00:01.000Z"
+        record["message"]["usage"] = {"input": POISON, "output": 1}
+
+    _append_poisoned_line(path, '"usage"', change)
+
+
+SPECS: tuple[Spec, ...] = (
+    Spec(
+        pi,
+        pi.DATA_DIR_ENV,
+        poison=_pi_poison,
+        poison_file=lambda base: _one(
+            base, "falls_back_to_total_tokens_when_pi_parts_are_missing", "*.jsonl"
+        ),
+    ),
+)
