@@ -64,6 +64,8 @@ READERS: tuple[Plug, ...] = (
     Plug("opencode", across_files=True, companions=("-wal",)),  # a database and its WAL
     Plug("codex", across_files=True),  # forks replay their parent's rollout; dedup across
     Plug("pi"),  # a record copied into another file has the same key (pi.py)
+    Plug("openclaw"),  # the same: keys are hashes of what ccusage dedups on
+    Plug("amp"),  # a thread file is rewritten whole; keys are places in the thread
 )
 
 

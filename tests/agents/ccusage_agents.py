@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from agentwatch.sentinels.agent_ledger import pi
+from agentwatch.sentinels.agent_ledger import amp, openclaw, pi
 from agentwatch.sentinels.agent_ledger.base import AgentUsage, daily_totals
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "ccusage"
@@ -46,6 +46,9 @@ class Spec:
     # days whose cost differs from ccusage, and why (docs/agents/<agent>.md says the same)
     cost_differs: dict[str, str] = field(default_factory=dict)
     extra_env: dict[str, str] = field(default_factory=dict)
+    # the folder a test's files go into under its copy, when ccusage's test handed them to
+    # a parser directly (Amp: `threads/`, where the loader finds them)
+    layout: str = ""
 
     @property
     def agent(self) -> str:
@@ -54,8 +57,11 @@ class Spec:
     def copy(self, base: Path) -> list[Path]:
         """The agent's fixture folders copied under base, one per ccusage test."""
         source = FIXTURES / self.agent
-        shutil.copytree(source, base, dirs_exist_ok=True)
-        return sorted(path for path in base.iterdir() if path.is_dir())
+        dirs = []
+        for test in sorted(path for path in source.iterdir() if path.is_dir()):
+            shutil.copytree(test, base / test.name / self.layout, dirs_exist_ok=True)
+            dirs.append(base / test.name)
+        return dirs
 
     def environment(self, dirs: list[Path]) -> dict[str, str]:
         return {self.env: self.roots(dirs), **self.extra_env}
@@ -125,6 +131,25 @@ def _pi_poison(path: Path) -> None:
     _append_poisoned_line(path, '"usage"', change)
 
 
+def _openclaw_poison(path: Path) -> None:
+    def change(record: dict) -> None:
+        record["message"]["timestamp"] += 1000
+        record["message"]["usage"]["input"] = POISON
+
+    _append_poisoned_line(path, '"usage"', change)
+
+
+def _amp_poison(path: Path) -> None:
+    """A copy of the thread's ledger event, a second later, with POISON input tokens."""
+    thread = json.loads(path.read_text())
+    event = dict(thread["usageLedger"]["events"][0])
+    event["id"] = "event-poisoned"
+    event["timestamp"] = "2026-01-02T00:00:01.000Z"
+    event["tokens"] = {**event["tokens"], "input": POISON}
+    thread["usageLedger"]["events"].append(event)
+    path.write_text(json.dumps(thread))
+
+
 SPECS: tuple[Spec, ...] = (
     Spec(
         pi,
@@ -132,6 +157,23 @@ SPECS: tuple[Spec, ...] = (
         poison=_pi_poison,
         poison_file=lambda base: _one(
             base, "falls_back_to_total_tokens_when_pi_parts_are_missing", "*.jsonl"
+        ),
+    ),
+    Spec(
+        openclaw,
+        openclaw.DATA_DIR_ENV,
+        poison=_openclaw_poison,
+        poison_file=lambda base: _one(
+            base, "loads_assistant_usage_and_uses_model_change_events", "*.jsonl"
+        ),
+    ),
+    Spec(
+        amp,
+        amp.DATA_DIR_ENV,
+        layout="threads",
+        poison=_amp_poison,
+        poison_file=lambda base: _one(
+            base, "ledger_events_take_precedence_over_messages_usage", "*.json"
         ),
     ),
 )
