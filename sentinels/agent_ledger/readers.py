@@ -66,6 +66,7 @@ READERS: tuple[Plug, ...] = (
     Plug("pi"),  # a record copied into another file has the same key (pi.py)
     Plug("openclaw"),  # the same: keys are hashes of what ccusage dedups on
     Plug("amp"),  # a thread file is rewritten whole; keys are places in the thread
+    Plug("qwen"),  # keys are hashes of what ccusage dedups on
 )
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from agentwatch.sentinels.agent_ledger import amp, openclaw, pi
+from agentwatch.sentinels.agent_ledger import amp, openclaw, pi, qwen
 from agentwatch.sentinels.agent_ledger.base import AgentUsage, daily_totals
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "ccusage"
@@ -150,6 +150,14 @@ def _amp_poison(path: Path) -> None:
     path.write_text(json.dumps(thread))
 
 
+def _qwen_poison(path: Path) -> None:
+    def change(record: dict) -> None:
+        record["timestamp"] = "2026-02-23T14:24:57.857Z"
+        record["usageMetadata"]["promptTokenCount"] = POISON
+
+    _append_poisoned_line(path, '"usageMetadata"', change)
+
+
 SPECS: tuple[Spec, ...] = (
     Spec(
         pi,
@@ -175,5 +183,11 @@ SPECS: tuple[Spec, ...] = (
         poison_file=lambda base: _one(
             base, "ledger_events_take_precedence_over_messages_usage", "*.json"
         ),
+    ),
+    Spec(
+        qwen,
+        qwen.DATA_DIR_ENV,
+        poison=_qwen_poison,
+        poison_file=lambda base: _one(base, "has_data", "*.jsonl"),
     ),
 )
