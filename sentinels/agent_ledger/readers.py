@@ -67,6 +67,7 @@ READERS: tuple[Plug, ...] = (
     Plug("openclaw"),  # the same: keys are hashes of what ccusage dedups on
     Plug("amp"),  # a thread file is rewritten whole; keys are places in the thread
     Plug("qwen"),  # keys are hashes of what ccusage dedups on
+    Plug("kimi"),  # the same (but the model, which config.json sets)
 )
 
 

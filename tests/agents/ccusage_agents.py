@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from agentwatch.sentinels.agent_ledger import amp, openclaw, pi, qwen
+from agentwatch.sentinels.agent_ledger import amp, kimi, openclaw, pi, qwen
 from agentwatch.sentinels.agent_ledger.base import AgentUsage, daily_totals
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "ccusage"
@@ -158,6 +158,15 @@ def _qwen_poison(path: Path) -> None:
     _append_poisoned_line(path, '"usageMetadata"', change)
 
 
+def _kimi_poison(path: Path) -> None:
+    def change(record: dict) -> None:
+        record["timestamp"] += 1
+        record["message"]["payload"]["message_id"] = "msg-poisoned"
+        record["message"]["payload"]["token_usage"]["output"] = POISON
+
+    _append_poisoned_line(path, '"StatusUpdate"', change)
+
+
 SPECS: tuple[Spec, ...] = (
     Spec(
         pi,
@@ -189,5 +198,13 @@ SPECS: tuple[Spec, ...] = (
         qwen.DATA_DIR_ENV,
         poison=_qwen_poison,
         poison_file=lambda base: _one(base, "has_data", "*.jsonl"),
+    ),
+    Spec(
+        kimi,
+        kimi.DATA_DIR_ENV,
+        poison=_kimi_poison,
+        poison_file=lambda base: _one(
+            base, "loads_status_update_token_usage_from_wire_files", "wire.jsonl"
+        ),
     ),
 )
