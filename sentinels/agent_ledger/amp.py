@@ -138,7 +138,8 @@ def _messages(messages: Any, thread_id: str, where: str) -> list[AgentUsage]:
             continue
         message_id = message.get("messageId")
         entry = _usage(
-            thread_id, (where, "message", place, message_id if type(message_id) in (int, str) else None),
+            thread_id,
+            (where, "message", place, message_id if type(message_id) in (int, str) else None),
             when, model,
             rules.as_u64(_get(usage, "inputTokens")), rules.as_u64(_get(usage, "outputTokens")),
             rules.as_u64(_get(usage, "cacheCreationInputTokens")),
