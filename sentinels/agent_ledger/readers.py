@@ -68,6 +68,7 @@ READERS: tuple[Plug, ...] = (
     Plug("amp"),  # a thread file is rewritten whole; keys are places in the thread
     Plug("qwen"),  # keys are hashes of what ccusage dedups on
     Plug("kimi"),  # the same (but the model, which config.json sets)
+    Plug("droid", across_files=True),  # a session's latest snapshot among its files counts
 )
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from agentwatch.sentinels.agent_ledger import amp, kimi, openclaw, pi, qwen
+from agentwatch.sentinels.agent_ledger import amp, droid, kimi, openclaw, pi, qwen
 from agentwatch.sentinels.agent_ledger.base import AgentUsage, daily_totals
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "ccusage"
@@ -167,6 +167,14 @@ def _kimi_poison(path: Path) -> None:
     _append_poisoned_line(path, '"StatusUpdate"', change)
 
 
+def _droid_poison(path: Path) -> None:
+    """A new session: a copy of its folder's session-a snapshot with POISON input tokens (a
+    settings file holds one session's running totals, so a poisoned copy is another file)."""
+    settings = json.loads(path.with_name("session-a.settings.json").read_text())
+    settings["tokenUsage"]["inputTokens"] = POISON
+    path.write_text(json.dumps(settings))
+
+
 SPECS: tuple[Spec, ...] = (
     Spec(
         pi,
@@ -205,6 +213,14 @@ SPECS: tuple[Spec, ...] = (
         poison=_kimi_poison,
         poison_file=lambda base: _one(
             base, "loads_status_update_token_usage_from_wire_files", "wire.jsonl"
+        ),
+    ),
+    Spec(
+        droid,
+        droid.DATA_DIR_ENV,
+        poison=_droid_poison,
+        poison_file=lambda base: (
+            base / "loads_usage_from_droid_settings_files" / "poisoned.settings.json"
         ),
     ),
 )
