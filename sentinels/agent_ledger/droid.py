@@ -15,8 +15,8 @@ provider's prefixes (`anthropic/`, `openrouter/anthropic/`, ...), the first that
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -173,17 +173,14 @@ def _read(path: Path, result: ReadResult) -> AgentUsage | None:
         when = int(stat.st_mtime_ns // 1_000_000) / 1000
     session = path.name.removesuffix(SUFFIX)
     return _Usage(AGENT, rules.response_key(AGENT, session), when, session, "droid", model,
-                  input, output + thinking, read, creation, provider=provider)  # fmt: skip
+                  input, output + thinking, read, creation, None, provider)  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
 class _Usage(AgentUsage):
     """A session's usage and the provider its price candidates come from."""
 
-    __slots__ = ("provider",)
-
-    def __init__(self, *args: Any, provider: str) -> None:
-        super().__init__(*args)
-        object.__setattr__(self, "provider", provider)
+    provider: str = "unknown"
 
 
 def candidates(model: str, provider: str) -> list[str]:
