@@ -69,6 +69,7 @@ READERS: tuple[Plug, ...] = (
     Plug("qwen"),  # keys are hashes of what ccusage dedups on
     Plug("kimi"),  # the same (but the model, which config.json sets)
     Plug("droid", across_files=True),  # a session's latest snapshot among its files counts
+    Plug("codebuff"),  # a message's key is its session and id; the ledger adds growth
 )
 
 

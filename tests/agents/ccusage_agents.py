@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from agentwatch.sentinels.agent_ledger import amp, droid, kimi, openclaw, pi, qwen
+from agentwatch.sentinels.agent_ledger import amp, codebuff, droid, kimi, openclaw, pi, qwen
 from agentwatch.sentinels.agent_ledger.base import AgentUsage, daily_totals
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "ccusage"
@@ -175,6 +175,15 @@ def _droid_poison(path: Path) -> None:
     path.write_text(json.dumps(settings))
 
 
+def _codebuff_poison(path: Path) -> None:
+    """A copy of the chat's assistant message under a new id, with POISON input tokens."""
+    messages = json.loads(path.read_text())
+    poisoned = json.loads(json.dumps(messages[-1]))
+    poisoned["id"] = "assistant-message-poisoned"
+    poisoned["metadata"]["usage"]["inputTokens"] = POISON
+    path.write_text(json.dumps([*messages, poisoned]))
+
+
 SPECS: tuple[Spec, ...] = (
     Spec(
         pi,
@@ -221,6 +230,14 @@ SPECS: tuple[Spec, ...] = (
         poison=_droid_poison,
         poison_file=lambda base: (
             base / "loads_usage_from_droid_settings_files" / "poisoned.settings.json"
+        ),
+    ),
+    Spec(
+        codebuff,
+        codebuff.DATA_DIR_ENV,
+        poison=_codebuff_poison,
+        poison_file=lambda base: _one(
+            base, "loads_assistant_usage_from_chat_messages", "chat-messages.json"
         ),
     ),
 )
