@@ -240,11 +240,18 @@ def _entry(
     if not tokens.signal():
         return None
     metadata = _object(message, "metadata")
-    when = (
-        _time(message.get("timestamp"))
-        or _time(message.get("createdAt"))
-        or _time(metadata.get("timestamp") if metadata else None)
-        or _chat_time(chat)
+    when = next(
+        (
+            found
+            for found in (
+                _time(message.get("timestamp")),
+                _time(message.get("createdAt")),
+                _time(metadata.get("timestamp") if metadata else None),
+                _chat_time(chat),
+            )
+            if found is not None
+        ),
+        None,
     )
     if when is None:
         result.reject("no_timestamp")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from agentwatch.sentinels.agent_ledger import amp, codebuff, droid, kimi, openclaw, pi, qwen
+from agentwatch.sentinels.agent_ledger import amp, codebuff, droid, kilo, kimi, openclaw, pi, qwen
 from agentwatch.sentinels.agent_ledger.base import AgentUsage, daily_totals
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "ccusage"
@@ -49,6 +50,8 @@ class Spec:
     # the folder a test's files go into under its copy, when ccusage's test handed them to
     # a parser directly (Amp: `threads/`, where the loader finds them)
     layout: str = ""
+    # turns copied fixture files into what the agent writes (rows into a database)
+    build: Callable[[Path], None] = lambda base: None
 
     @property
     def agent(self) -> str:
@@ -61,6 +64,7 @@ class Spec:
         for test in sorted(path for path in source.iterdir() if path.is_dir()):
             shutil.copytree(test, base / test.name / self.layout, dirs_exist_ok=True)
             dirs.append(base / test.name)
+        self.build(base)
         return dirs
 
     def environment(self, dirs: list[Path]) -> dict[str, str]:
@@ -184,6 +188,41 @@ def _codebuff_poison(path: Path) -> None:
     path.write_text(json.dumps([*messages, poisoned]))
 
 
+def sqlite_from_rows(base: Path, database: str, schema: str, insert: str) -> None:
+    """Every `message.json` (rows copied from a ccusage test) below base becomes the database
+    that test built, with the test's own schema and insert, in the same folder."""
+    for rows in sorted(base.rglob("message.json")):
+        connection = sqlite3.connect(rows.with_name(database))
+        with connection:
+            connection.execute(schema)
+            connection.executemany(insert, json.loads(rows.read_text()))
+        connection.close()
+
+
+def _kilo_build(base: Path) -> None:
+    sqlite_from_rows(base, "kilo.db", "CREATE TABLE message (id TEXT, session_id TEXT, data TEXT)",
+                     "INSERT INTO message (id, session_id, data) VALUES (?1, ?2, ?3)")  # fmt: skip
+
+
+def _kilo_poison(path: Path) -> None:
+    """A copy of the database's message under a new id, with POISON input tokens."""
+    connection = sqlite3.connect(path)
+    with connection:
+        row_id, session, data = connection.execute(
+            "SELECT id, session_id, data FROM message"
+        ).fetchone()
+        message = json.loads(data)
+        message["id"] = "msg-poisoned"
+        message["tokens"]["input"] = POISON
+        connection.execute("INSERT INTO message VALUES (?, ?, ?)",
+                           (row_id + "-poisoned", session, json.dumps(message)))  # fmt: skip
+    connection.close()
+
+
+def _databases(name: str) -> Callable[[list[Path]], str]:
+    return lambda dirs: ",".join(str(path.parent) for d in dirs for path in sorted(d.rglob(name)))
+
+
 SPECS: tuple[Spec, ...] = (
     Spec(
         pi,
@@ -239,5 +278,13 @@ SPECS: tuple[Spec, ...] = (
         poison_file=lambda base: _one(
             base, "loads_assistant_usage_from_chat_messages", "chat-messages.json"
         ),
+    ),
+    Spec(
+        kilo,
+        kilo.DATA_DIR_ENV,
+        build=_kilo_build,
+        roots=_databases("kilo.db"),
+        poison=_kilo_poison,
+        poison_file=lambda base: base / "loads_kilo_messages_from_sqlite" / "kilo.db",
     ),
 )
