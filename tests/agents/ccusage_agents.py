@@ -23,7 +23,17 @@ from typing import Any
 
 import pytest
 
-from agentwatch.sentinels.agent_ledger import amp, codebuff, droid, kilo, kimi, openclaw, pi, qwen
+from agentwatch.sentinels.agent_ledger import (
+    amp,
+    codebuff,
+    droid,
+    goose,
+    kilo,
+    kimi,
+    openclaw,
+    pi,
+    qwen,
+)
 from agentwatch.sentinels.agent_ledger.base import AgentUsage, daily_totals
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "ccusage"
@@ -188,10 +198,10 @@ def _codebuff_poison(path: Path) -> None:
     path.write_text(json.dumps([*messages, poisoned]))
 
 
-def sqlite_from_rows(base: Path, database: str, schema: str, insert: str) -> None:
-    """Every `message.json` (rows copied from a ccusage test) below base becomes the database
+def sqlite_from_rows(base: Path, rows_file: str, database: str, schema: str, insert: str) -> None:
+    """Every `rows_file` (rows copied from a ccusage test) below base becomes the database
     that test built, with the test's own schema and insert, in the same folder."""
-    for rows in sorted(base.rglob("message.json")):
+    for rows in sorted(base.rglob(rows_file)):
         connection = sqlite3.connect(rows.with_name(database))
         with connection:
             connection.execute(schema)
@@ -200,8 +210,9 @@ def sqlite_from_rows(base: Path, database: str, schema: str, insert: str) -> Non
 
 
 def _kilo_build(base: Path) -> None:
-    sqlite_from_rows(base, "kilo.db", "CREATE TABLE message (id TEXT, session_id TEXT, data TEXT)",
-                     "INSERT INTO message (id, session_id, data) VALUES (?1, ?2, ?3)")  # fmt: skip
+    schema = "CREATE TABLE message (id TEXT, session_id TEXT, data TEXT)"
+    insert = "INSERT INTO message (id, session_id, data) VALUES (?1, ?2, ?3)"
+    sqlite_from_rows(base, "message.json", "kilo.db", schema, insert)  # as the ccusage test
 
 
 def _kilo_poison(path: Path) -> None:
@@ -216,6 +227,50 @@ def _kilo_poison(path: Path) -> None:
         message["tokens"]["input"] = POISON
         connection.execute("INSERT INTO message VALUES (?, ?, ?)",
                            (row_id + "-poisoned", session, json.dumps(message)))  # fmt: skip
+    connection.close()
+
+
+GOOSE_SCHEMA = """
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    model_config_json TEXT,
+    provider_name TEXT,
+    created_at TEXT,
+    total_tokens INTEGER,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    accumulated_total_tokens INTEGER,
+    accumulated_input_tokens INTEGER,
+    accumulated_output_tokens INTEGER
+)
+"""
+GOOSE_INSERT = """
+INSERT INTO sessions (
+    id,
+    model_config_json,
+    provider_name,
+    created_at,
+    accumulated_total_tokens,
+    accumulated_input_tokens,
+    accumulated_output_tokens
+) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+"""  # both as the ccusage test writes them (goose/loader.rs create_goose_db, insert_session)
+
+
+def _goose_build(base: Path) -> None:
+    sqlite_from_rows(base, "sessions.json", "sessions.db", GOOSE_SCHEMA, GOOSE_INSERT)
+
+
+def _goose_poison(path: Path) -> None:
+    """A second session: a copy of the first's row with POISON input tokens."""
+    connection = sqlite3.connect(path)
+    with connection:
+        row = connection.execute(
+            "SELECT id, model_config_json, provider_name, created_at, accumulated_total_tokens,"
+            " accumulated_input_tokens, accumulated_output_tokens FROM sessions"
+        ).fetchone()
+        poisoned = (row[0] + "-poisoned", row[1], row[2], row[3], row[4], POISON, row[6])
+        connection.execute(GOOSE_INSERT, poisoned)
     connection.close()
 
 
@@ -286,5 +341,16 @@ SPECS: tuple[Spec, ...] = (
         roots=_databases("kilo.db"),
         poison=_kilo_poison,
         poison_file=lambda base: base / "loads_kilo_messages_from_sqlite" / "kilo.db",
+    ),
+    Spec(
+        goose,
+        goose.DATA_DIR_ENV,
+        build=_goose_build,
+        layout="data/sessions",
+        roots=lambda dirs: str(dirs[0]),
+        poison=_goose_poison,
+        poison_file=lambda base: _one(
+            base, "loads_accumulated_tokens_from_goose_sqlite", "sessions.db"
+        ),
     ),
 )
