@@ -52,7 +52,7 @@ def differences(ours: Rows, theirs: Rows, spec: Spec) -> list[str]:
 def test_every_spec_is_plugged_in() -> None:
     plugged = readers.plugged()
     assert {spec.agent for spec in SPECS} <= set(plugged)
-    assert len(plugged) >= 3 + len(SPECS)  # codex, gemini, opencode and these
+    assert len(plugged) >= 12 and len(plugged) >= 3 + len(SPECS)  # codex, gemini, opencode, these
 
 
 @BY_AGENT
