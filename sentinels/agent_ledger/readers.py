@@ -72,6 +72,7 @@ READERS: tuple[Plug, ...] = (
     Plug("codebuff"),  # a message's key is its session and id; the ledger adds growth
     Plug("kilo", across_files=True, companions=("-wal",)),  # first database's copy of an id
     Plug("goose", companions=("-wal",)),  # a session row's running totals; key: db + session
+    Plug("hermes", across_files=True, companions=("-wal",)),  # first database's session row
 )
 
 

@@ -28,6 +28,7 @@ from agentwatch.sentinels.agent_ledger import (
     codebuff,
     droid,
     goose,
+    hermes,
     kilo,
     kimi,
     openclaw,
@@ -274,6 +275,46 @@ def _goose_poison(path: Path) -> None:
     connection.close()
 
 
+HERMES_SCHEMA = """
+                CREATE TABLE sessions (
+                    id TEXT PRIMARY KEY,
+                    source TEXT NOT NULL,
+                    model TEXT,
+                    started_at REAL NOT NULL,
+                    message_count INTEGER DEFAULT 0,
+                    input_tokens INTEGER DEFAULT 0,
+                    output_tokens INTEGER DEFAULT 0,
+                    cache_read_tokens INTEGER DEFAULT 0,
+                    cache_write_tokens INTEGER DEFAULT 0,
+                    reasoning_tokens INTEGER DEFAULT 0,
+                    billing_provider TEXT,
+                    estimated_cost_usd REAL,
+                    actual_cost_usd REAL
+                );
+"""
+HERMES_INSERT = """
+                    INSERT INTO sessions (
+                        id, source, model, started_at, message_count,
+                        input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                        reasoning_tokens, billing_provider, estimated_cost_usd, actual_cost_usd
+                    ) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+"""  # both as the ccusage test writes them (hermes/loader.rs)
+
+
+def _hermes_build(base: Path) -> None:
+    sqlite_from_rows(base, "sessions.json", "state.db", HERMES_SCHEMA, HERMES_INSERT)
+
+
+def _hermes_poison(path: Path) -> None:
+    """A second session: a copy of the first's row with POISON input tokens."""
+    connection = sqlite3.connect(path)
+    with connection:
+        row = list(connection.execute("SELECT * FROM sessions").fetchone())
+        row[0], row[5] = row[0] + "-poisoned", POISON
+        connection.execute(HERMES_INSERT, row)
+    connection.close()
+
+
 def _databases(name: str) -> Callable[[list[Path]], str]:
     return lambda dirs: ",".join(str(path.parent) for d in dirs for path in sorted(d.rglob(name)))
 
@@ -351,6 +392,15 @@ SPECS: tuple[Spec, ...] = (
         poison=_goose_poison,
         poison_file=lambda base: _one(
             base, "loads_accumulated_tokens_from_goose_sqlite", "sessions.db"
+        ),
+    ),
+    Spec(
+        hermes,
+        hermes.DATA_DIR_ENV,
+        build=_hermes_build,
+        poison=_hermes_poison,
+        poison_file=lambda base: _one(
+            base, "loads_billable_hermes_sessions_from_state_db", "state.db"
         ),
     ),
 )
