@@ -73,6 +73,7 @@ READERS: tuple[Plug, ...] = (
     Plug("kilo", across_files=True, companions=("-wal",)),  # first database's copy of an id
     Plug("goose", companions=("-wal",)),  # a session row's running totals; key: db + session
     Plug("hermes", across_files=True, companions=("-wal",)),  # first database's session row
+    Plug("copilot"),  # one file's records outrank each other; nothing across files
 )
 
 

@@ -26,6 +26,7 @@ import pytest
 from agentwatch.sentinels.agent_ledger import (
     amp,
     codebuff,
+    copilot,
     droid,
     goose,
     hermes,
@@ -61,6 +62,8 @@ class Spec:
     # the folder a test's files go into under its copy, when ccusage's test handed them to
     # a parser directly (Amp: `threads/`, where the loader finds them)
     layout: str = ""
+    # a folder under HOME the agent reads (no variable names one): the tests go there
+    home_dir: str = ""
     # turns copied fixture files into what the agent writes (rows into a database)
     build: Callable[[Path], None] = lambda base: None
 
@@ -73,18 +76,24 @@ class Spec:
         source = FIXTURES / self.agent
         dirs = []
         for test in sorted(path for path in source.iterdir() if path.is_dir()):
-            shutil.copytree(test, base / test.name / self.layout, dirs_exist_ok=True)
-            dirs.append(base / test.name)
+            target = base / self.home_dir / test.name
+            shutil.copytree(test, target / self.layout, dirs_exist_ok=True)
+            dirs.append(target)
         self.build(base)
         return dirs
 
     def environment(self, dirs: list[Path]) -> dict[str, str]:
+        if self.home_dir:  # dirs are <HOME>/<home_dir>/<test>
+            return {"HOME": str(dirs[0].parents[len(Path(self.home_dir).parts)]), **self.extra_env}
         return {self.env: self.roots(dirs), **self.extra_env}
 
+    def paths(self, env: dict[str, str]) -> list[Path]:
+        """The files the reader finds with this environment."""
+        roots = self.module.roots(env, Path(env.get("HOME", "/nonexistent")))
+        return [path for root in roots for path in self.module.files(root)]
+
     def entries(self, env: dict[str, str]) -> list[AgentUsage]:
-        roots = self.module.roots(env, Path("/nonexistent"))
-        paths = [path for root in roots for path in self.module.files(root)]
-        return list(self.module.read_files(paths).entries)
+        return list(self.module.read_files(self.paths(env)).entries)
 
 
 def ccusage_command() -> str:
@@ -315,6 +324,16 @@ def _hermes_poison(path: Path) -> None:
     connection.close()
 
 
+def _copilot_poison(path: Path) -> None:
+    """A copy of the file's chat span under a new span id, with POISON input tokens."""
+
+    def change(record: dict) -> None:
+        record["spanId"] = "span-poisoned"
+        record["attributes"]["gen_ai.usage.input_tokens"] = POISON
+
+    _append_poisoned_line(path, '"chat"', change)
+
+
 def _databases(name: str) -> Callable[[list[Path]], str]:
     return lambda dirs: ",".join(str(path.parent) for d in dirs for path in sorted(d.rglob(name)))
 
@@ -401,6 +420,15 @@ SPECS: tuple[Spec, ...] = (
         poison=_hermes_poison,
         poison_file=lambda base: _one(
             base, "loads_billable_hermes_sessions_from_state_db", "state.db"
+        ),
+    ),
+    Spec(
+        copilot,
+        copilot.DATA_DIR_ENV,
+        home_dir=".copilot/otel",
+        poison=_copilot_poison,
+        poison_file=lambda base: _one(
+            base / ".copilot/otel", "parses_copilot_chat_spans", "*.jsonl"
         ),
     ),
 )

@@ -78,8 +78,7 @@ def test_keys_are_stable_unique_and_carry_no_text(tmp_path: Path, spec: Spec) ->
     assert len({entry.key for entry in first}) == len(first)
     assert all(entry.key.startswith(f"{spec.agent}:") and len(entry.key) == len(spec.agent) + 33
                for entry in first)  # fmt: skip
-    roots = spec.module.roots(env, Path("/nonexistent"))
-    paths = [path for root in roots for path in spec.module.files(root)]
+    paths = spec.paths(env)
     twice = spec.module.read_files(paths + paths).entries
     assert {entry.key for entry in twice} == {entry.key for entry in first}
 
@@ -87,8 +86,7 @@ def test_keys_are_stable_unique_and_carry_no_text(tmp_path: Path, spec: Spec) ->
 @BY_AGENT
 def test_bad_input_is_counted_never_raised(tmp_path: Path, spec: Spec) -> None:
     env = spec.environment(spec.copy(tmp_path / "data"))
-    roots = spec.module.roots(env, Path("/nonexistent"))
-    paths = [path for root in roots for path in spec.module.files(root)]
+    paths = spec.paths(env)
     rng = random.Random(7)
     junk = []
     for n, path in enumerate(paths * 3):
