@@ -22,12 +22,14 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from agentwatch.sentinels.agent_ledger import readers
 from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES
 from agentwatch.sentinels.agent_ledger.store import DATABASE_FILE
 from tests.agents.agent_ledger_run import Setup
 from tests.agents.ccusage_agents import SPECS, Rows, Spec, ccusage_rows, reader_rows
+from tests.conftest import run_cli
 from tests.hostile.test_agent_ledger_poison import check
 
 COST_RTOL = 1e-6
@@ -47,6 +49,17 @@ def differences(ours: Rows, theirs: Rows, spec: Spec) -> list[str]:
         ):
             found.append(f"{day} cost: ours {cost!r} ccusage {ref_cost!r}")
     return found
+
+
+def test_config_show_lists_every_agent() -> None:
+    """`agentwatch config show` (the issue's acceptance): the agent-ledger's agents are every
+    plugged reader, at least 12 besides Claude Code."""
+    shown = run_cli("config", "show")
+    assert shown.returncode == 0, shown.stderr
+    (line,) = [line for line in shown.stdout.splitlines() if line.strip().startswith("# agents: [")]
+    listed = yaml.safe_load(line.strip().removeprefix("# ").split("    #")[0])["agents"]
+    assert listed == list(readers.plugged()) and len(listed) >= 12
+    assert {spec.agent for spec in SPECS} <= set(listed)
 
 
 def test_every_spec_is_plugged_in() -> None:
