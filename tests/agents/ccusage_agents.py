@@ -71,14 +71,17 @@ class Spec:
     def agent(self) -> str:
         return str(self.module.AGENT)
 
-    def copy(self, base: Path) -> list[Path]:
-        """The agent's fixture folders copied under base, one per ccusage test."""
+    def copy(self, base: Path, copies: int = 1) -> list[Path]:
+        """The agent's fixture folders copied under base, one per ccusage test (`copies`
+        times each: more files, for a crash test that must land between batches)."""
         source = FIXTURES / self.agent
         dirs = []
         for test in sorted(path for path in source.iterdir() if path.is_dir()):
-            target = base / self.home_dir / test.name
-            shutil.copytree(test, target / self.layout, dirs_exist_ok=True)
-            dirs.append(target)
+            for number in range(copies):
+                name = test.name if number == 0 else f"{test.name}-copy{number}"
+                target = base / self.home_dir / name
+                shutil.copytree(test, target / self.layout, dirs_exist_ok=True)
+                dirs.append(target)
         self.build(base)
         return dirs
 

@@ -29,6 +29,7 @@ from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES
 from agentwatch.sentinels.agent_ledger.store import DATABASE_FILE
 from tests.agents.agent_ledger_run import Setup
 from tests.agents.ccusage_agents import SPECS, Rows, Spec, ccusage_rows, reader_rows
+from tests.agents.test_agent_ledger_crash import committed
 from tests.conftest import run_cli
 from tests.hostile.test_agent_ledger_poison import check
 
@@ -115,20 +116,29 @@ def test_bad_input_is_counted_never_raised(tmp_path: Path, spec: Spec) -> None:
     assert all(type(count) is int for count in result.rejects.values())
 
 
-def _kill_mid_cycle(setup: Setup, env: dict[str, str], delay: float) -> None:
-    """Start the sentinel loop; SIGKILL it `delay` s after its database appears."""
+def _kill_mid_cycle(
+    setup: Setup, env: dict[str, str], files: int, after: int, jitter: float
+) -> int:
+    """Start the sentinel loop; SIGKILL it `jitter` s after its database holds more than
+    `after` files but not all (at once when it holds all); how many it held then."""
     process = subprocess.Popen(
         [*setup.command(), "--spool-dir", str(setup.spool), "--state-dir", str(setup.state)],
         env=setup.env(None, env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
+    seen = 0
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (setup.state / DATABASE_FILE).exists():
-            time.sleep(0.002)
-        time.sleep(delay)
+        while time.monotonic() < deadline:
+            state = committed(setup.state / DATABASE_FILE)
+            if state is not None and (state[0] > after or state[0] >= files):
+                seen = state[0]
+                time.sleep(jitter if seen < files else 0)
+                break
+            time.sleep(0.001)
     finally:
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=10)
+    return seen
 
 
 def _comparable(found: dict) -> dict:
@@ -138,15 +148,19 @@ def _comparable(found: dict) -> dict:
 
 @BY_AGENT
 def test_sigkill_mid_cycle_then_restart_is_exact(tmp_path: Path, spec: Spec) -> None:
-    env = spec.environment(spec.copy(tmp_path / "data"))
+    """Each fixture folder copied 40 times, so that a cycle commits in several batches; the
+    sentinel is killed right after a batch and again while it reads or commits the next."""
+    env = spec.environment(spec.copy(tmp_path / "data", copies=40))
+    files = len(spec.paths(env))
     clean = Setup(tmp_path / "clean")
     clean.config(agents=[spec.agent])
     expected = _comparable(clean.once(None, env=env))
     assert any(key[0] == "agentwatch_tokens_total" for key in expected)
     killed = Setup(tmp_path / "killed")
     killed.config(agents=[spec.agent])
-    for delay in (0.0, 0.01, 0.05):
-        _kill_mid_cycle(killed, env, delay)
+    seen = 0
+    for jitter in (0.0, 0.002, 0.01):
+        seen = _kill_mid_cycle(killed, env, files, seen, jitter)
     assert _comparable(killed.once(None, env=env)) == pytest.approx(expected)
 
 
