@@ -19,15 +19,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentwatch.cli import status
+from agentwatch.cli import mcp_spool, status
+from agentwatch.cli.mcp_alerts import AlertCache
 from agentwatch.controller import spend as spend_module
 from agentwatch.controller.alerts import Alert, AlertReader
 from agentwatch.controller.web import redact
-from agentwatch.core import bounded, config, run_budget, spool
+from agentwatch.core import config, run_budget, spool
 
 LEDGER, HOOKS, RESOURCES = "token-ledger", "claude-sessions", "resources"
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 ALERT_TIMEOUT = 2.0  # seconds for each Alertmanager: an agent waits for the answer
+SESSION_FAMILIES = (
+    "agentwatch_session_cost_usd_total",
+    "agentwatch_session_tokens_total",
+    "agentwatch_session_first_activity_timestamp_seconds",
+    "agentwatch_session_last_activity_timestamp_seconds",
+)
 ALERT_LABELS = ("severity", "project", "session", "model", "window", "kind", "agentwatch_action")
 
 
@@ -38,18 +45,16 @@ class Unanswerable(Exception):
 Samples = list[tuple[str, dict[str, str], float]]
 
 
-def samples(spool_dir: Path, sentinel: str) -> Samples | None:
-    """Every sample of a sentinel's spool file; None when it has no file. Unanswerable when
-    the file is there but unusable (refused, not UTF-8, not exposition text)."""
-    path = spool.spool_path(spool_dir, sentinel)
+def samples(
+    spool_dir: Path, sentinel: str, names: tuple[str, ...], contains: str = ""
+) -> Samples | None:
+    """The samples of the families `names` (prefixes) in a sentinel's spool file, of the
+    lines holding `contains`; None when it has no file. Unanswerable when it is unusable."""
     try:
-        text = spool.decode(bounded.read_bytes(path, bounded.SPOOL_LIMIT))
-        families = spool.parse_text(text)
-    except FileNotFoundError:
-        return None
+        return mcp_spool.read(spool_dir, sentinel, names, contains)
     except (OSError, ValueError) as err:
+        path = spool.spool_path(spool_dir, sentinel)
         raise Unanswerable(f"the {sentinel} spool file {path} is unusable: {err}") from None
-    return [(s.name, dict(s.labels), float(s.value)) for f in families for s in f.samples]
 
 
 def _finite(value: float) -> bool:
@@ -79,8 +84,8 @@ class Sources:
 def quota(src: Sources, now: float) -> dict[str, Any]:
     """Each rate-limit window: used share, reset time and whether the numbers are Claude
     Code's own (`official`, from the statusline) or the ledger's 5-hour block (`estimated`)."""
-    hooks = samples(src.spool_dir, HOOKS) or []
-    ledger = samples(src.spool_dir, LEDGER)
+    hooks = samples(src.spool_dir, HOOKS, ("agentwatch_quota_",)) or []
+    ledger = samples(src.spool_dir, LEDGER, ("agentwatch_block_",))
     stale_after = float(src.cfg["thresholds"]["quota_stale_seconds"])
     windows: list[dict[str, Any]] = []
     reading = next(
@@ -153,26 +158,38 @@ def budget(src: Sources, now: float) -> dict[str, Any]:
     else:
         limit = float(section["budget_usd"])
         source = "config" if limit > 0 else "default"
-    reader = spend_module.SpendReader(src.spool_dir, src.state_dir, section["budget_period"])
-    spent = reader.read(None, guarding=False)
+    run = run_budget.read(src.state_dir)
+    period = spend_module.resolve_period(section["budget_period"], run)
+    spent = _spent(src.spool_dir, period)
     if spent is None:
         raise Unanswerable(
             f"no spend known: the {LEDGER} spool file under {src.spool_dir} is missing or has "
             f"no {spend_module.SPEND_METRIC} (is the token ledger running?)"
         )
-    run = run_budget.read(src.state_dir)
     unlimited = limit <= 0
     return {
         "limit_usd": None if unlimited else limit,
         "limit_source": source,
         "unlimited": unlimited,
-        "period": spent.period,
+        "period": period,
         "run_started_at": run.started_at if run.active else None,
-        "spent_usd": round(spent.usd, 6),
-        "left_usd": None if unlimited else round(max(limit - spent.usd, 0.0), 6),
-        "used_ratio": None if unlimited else _round(spent.usd / limit),
+        "spent_usd": round(spent, 6),
+        "left_usd": None if unlimited else round(max(limit - spent, 0.0), 6),
+        "used_ratio": None if unlimited else _round(spent / limit),
         "now": round(now, 3),
     }
+
+
+def _spent(spool_dir: Path, period: str) -> float | None:
+    """What the budget guard counts (controller/spend.py): the token ledger's
+    agentwatch_spend_usd{period} plus the agent ledger's; None when neither file has it."""
+    total: float | None = None
+    for sentinel in (LEDGER, spend_module.AGENT_LEDGER):
+        found = samples(spool_dir, sentinel, (spend_module.SPEND_METRIC + "{",)) or []
+        values = [v for _, labels, v in found if labels.get("period") == period and v >= 0]
+        if values:
+            total = (total or 0.0) + sum(values)
+    return total
 
 
 # -- this session --------------------------------------------------------------------------
@@ -225,18 +242,34 @@ def check_session_id(session: str) -> str:
     return session
 
 
+def newest_session(src: Sources, project: str, only_project: bool = False) -> str:
+    """The id of the newest session of `project` in the ledger's file (of any project unless
+    `only_project`); "" when there is none. Unanswerable without the file."""
+    last = samples(src.spool_dir, LEDGER, (SESSION_FAMILIES[-1] + "{",))
+    if last is None:
+        raise Unanswerable(
+            f"no {LEDGER} spool file under {src.spool_dir}: is the token ledger running?"
+        )
+    found = resolve_session(_sessions(last).values(), "", project)
+    if found is None or (only_project and found.project != project):
+        return ""
+    return found.session
+
+
 def session_clock(
     src: Sources, now: float, session: str, project: str, deadline: float | None = None
 ) -> dict[str, Any]:
     """This session's spend and clock: elapsed since its first counted line, and remaining
     when a deadline or time-box is known."""
     check_session_id(session)
-    ledger = samples(src.spool_dir, LEDGER)
+    wanted = session or newest_session(src, project)
+    # only the lines of that session: a year of sessions is not parsed to answer for one
+    ledger = samples(src.spool_dir, LEDGER, SESSION_FAMILIES, f'session="{wanted}"')
     if ledger is None:
         raise Unanswerable(
             f"no {LEDGER} spool file under {src.spool_dir}: is the token ledger running?"
         )
-    found = resolve_session(_sessions(ledger).values(), session, project)
+    found = _sessions(ledger).get(wanted) if wanted else None
     if found is None:
         which = f"session {session}" if session else "no session"
         raise Unanswerable(
@@ -270,7 +303,9 @@ def decision(src: Sources, now: float, tier: str = "") -> dict[str, Any]:
     path, found = status.newest_decision(src.decision_files)
     if found is None:
         raise Unanswerable(f"no controller decision in {path}: is `agentwatch controller` running?")
-    resources = samples(src.spool_dir, RESOURCES)
+    resources = samples(
+        src.spool_dir, RESOURCES, ("agentwatch_agent_sessions ", "agentwatch_agent_sessions{")
+    )
     running = None
     if resources is not None:
         counts = [v for n, _, v in resources if n == "agentwatch_agent_sessions"]
@@ -314,16 +349,19 @@ def concerns(alert: Alert, session: str, project: str) -> bool:
     return True
 
 
-def alerts(src: Sources, session: str, project: str) -> dict[str, Any]:
+def alert_reader(cfg: config.Config) -> AlertReader:
+    """Every configured Alertmanager, each given ALERT_TIMEOUT at most."""
+    section = cfg["controller"]
+    timeout = min(float(section["timeout"]), ALERT_TIMEOUT)
+    return AlertReader(list(section["alertmanagers"]), timeout, match=section["match_labels"])
+
+
+def alerts(cache: AlertCache, session: str, project: str) -> dict[str, Any]:
     """The active alerts that concern this session, from every configured Alertmanager."""
     check_session_id(session)
-    urls = list(src.cfg["controller"]["alertmanagers"])
-    section = src.cfg["controller"]
-    timeout = min(float(section["timeout"]), ALERT_TIMEOUT)
-    reader = AlertReader(urls, timeout, match=section["match_labels"])
-    snapshot = reader.read()
+    snapshot, age = cache.get()
     if snapshot.alerts is None:
-        down = ", ".join(redact(url) for url in urls)
+        down = ", ".join(redact(url) for url in cache.reader.urls)
         raise Unanswerable(f"no Alertmanager answered ({down}): is the stack up (`agentwatch up`)?")
     mine = [a for a in snapshot.alerts if concerns(a, session, project)]
     return {
@@ -339,6 +377,7 @@ def alerts(src: Sources, session: str, project: str) -> dict[str, Any]:
             for a in sorted(mine, key=lambda a: (a.name, a.fingerprint))
         ],
         "alertmanagers_up": sum(snapshot.up.values()),
+        "read_seconds_ago": round(age, 1),
     }
 
 

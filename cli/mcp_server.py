@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentwatch.cli import common, mcp_answers
+from agentwatch.cli.mcp_alerts import AlertCache
 from agentwatch.cli.mcp_answers import Sources, Unanswerable
 from agentwatch.core import config
 
@@ -52,6 +53,7 @@ def build(src: Sources, project: str) -> Any:
     from agentwatch.core import __version__
 
     server = MCPServer(NAME, version=__version__, log_level="WARNING")
+    cache = AlertCache(mcp_answers.alert_reader(src.cfg))
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
     def answering(compute: Callable[[], dict[str, Any]]) -> str:
@@ -89,23 +91,22 @@ def build(src: Sources, project: str) -> Any:
         account-wide; from Alertmanager."""
 
         def compute() -> dict[str, Any]:
-            return mcp_answers.alerts(src, session or _current(src, project), project)
+            return mcp_answers.alerts(cache, session or _current(src, project), project)
 
         return answering(compute)
 
     for tool in (quota, budget, session_clock, decision, alerts):
         server.add_tool(tool, annotations=read_only, structured_output=False)
+    cache.start()
     return server
 
 
 def _current(src: Sources, project: str) -> str:
     """The newest session of the project in the ledger's file, or "" when none is known."""
     try:
-        ledger = mcp_answers.samples(src.spool_dir, mcp_answers.LEDGER) or []
+        return mcp_answers.newest_session(src, project, only_project=True)
     except Unanswerable:
         return ""
-    found = mcp_answers.resolve_session(mcp_answers._sessions(ledger).values(), "", project)
-    return found.session if found is not None and found.project == project else ""
 
 
 def run(args: argparse.Namespace, cfg: config.Config) -> int:

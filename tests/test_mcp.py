@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
-from agentwatch.cli import mcp_server
+from agentwatch.cli import mcp_alerts, mcp_server, mcp_spool
+from agentwatch.cli.mcp_alerts import AlertCache
+from agentwatch.controller.alerts import AlertReader
 from agentwatch.demo import transcripts as corpus
 from tests.conftest import CLI, free_port, samples
 from tests.mcp_stdio import McpProcess, text_of
@@ -160,6 +162,28 @@ def test_every_tool_answers_from_what_agentwatch_knows(world: World) -> None:
         assert alerts["session"] == SESSION and alerts["project"] == "shop"
 
 
+def test_the_quick_reader_agrees_with_the_exposition_parser(world: World) -> None:
+    """mcp_spool reads only the lines it needs; on the real files it must read them exactly
+    as prometheus_client does (escapes, histograms, every family)."""
+    for path in sorted(world.spool.glob("*.prom")):
+        text = path.read_text()
+        quick = {
+            (name, tuple(sorted(labels.items()))): value
+            for name, labels, value in mcp_spool.parse(text, ("agentwatch_",))
+        }
+        parsed = samples(text)
+        assert quick == {k: v for k, v in parsed.items() if k[0].startswith("agentwatch_")}
+        assert len(quick) > 10, path.name
+    with pytest.raises(mcp_spool.BadLine, match="line 2: not a sample line"):
+        mcp_spool.parse('# HELP x\nagentwatch_x{a="1"}  1 2\n', ("agentwatch_",))
+    with pytest.raises(mcp_spool.BadLine, match="labels are not"):
+        mcp_spool.parse("agentwatch_x{a=1} 1\n", ("agentwatch_",))
+    with pytest.raises(mcp_spool.BadLine, match="is not a number"):
+        mcp_spool.parse("agentwatch_x one\n", ("agentwatch_",))
+    labels = mcp_spool.parse('agentwatch_x{p="a\\\\b\\"c\\nd"} 1\n', ("agentwatch_",))
+    assert labels == [("agentwatch_x", {"p": 'a\\b"c\nd'}, 1.0)]
+
+
 def _error(server: McpProcess, tool: str, arguments: dict[str, Any] | None = None) -> str:
     result = server.call(tool, arguments)
     assert result.get("isError") is True, result
@@ -197,3 +221,29 @@ def test_what_cannot_be_answered_is_an_mcp_error_and_the_server_goes_on(tmp_path
         assert server.request("tools/list")["result"]["tools"]  # still serving
         assert server.proc.poll() is None
     assert server.proc.returncode == 0, server.stderr()
+
+
+def test_the_alert_list_is_kept_briefly_and_ages_out(
+    tmp_path: Path, processes: list[subprocess.Popen]
+) -> None:
+    """Answers come from the last list while it is young (Alertmanager is not waited for),
+    a list older than FRESH is read again in the background, and with Alertmanager down
+    the list ages out after MAX_AGE: then the question fails."""
+    am = start_alertmanager(tmp_path, "am", processes)
+    post_alerts(am.url, {"alertname": "AgentwatchQuotaElevated", "severity": "info"})
+    now = [1000.0]
+    cache = AlertCache(AlertReader([am.url], 2.0), clock=lambda: now[0])
+    snapshot, age = cache.get()
+    assert [a.name for a in snapshot.alerts or []] == ["AgentwatchQuotaElevated"] and age == 0
+    am.process.kill()
+    am.process.wait()
+    now[0] += mcp_alerts.FRESH + 1
+    again, age = cache.get()
+    assert again is snapshot and age == mcp_alerts.FRESH + 1
+    deadline = time.monotonic() + 30
+    while cache.refreshing:  # the background read, which fails: the list is kept
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert cache.get()[0] is snapshot
+    now[0] += mcp_alerts.MAX_AGE
+    assert cache.get()[0].alerts is None
