@@ -197,9 +197,11 @@ def main(argv: list[str] | None = None) -> int:
         session, name = sessions[len(sessions) // 2]
         (project / name).mkdir(parents=True, exist_ok=True)
         size = (spool / "token-ledger.prom").stat().st_size
-        print(f"history: {args.size} over 365 days, {args.files} files, generated in "
-              f"{generated:.0f} s, read by the ledger in {backfill:.0f} s; token-ledger.prom "
-              f"{size / 1024:.0f} KiB with {len(sessions)} sessions; {args.alerts} alerts")  # fmt: skip
+        print(
+            f"history: {args.size} over 365 days, {args.files} files, generated in "
+            f"{generated:.0f} s, read by the ledger in {backfill:.0f} s; token-ledger.prom "
+            f"{size / 1024:.0f} KiB with {len(sessions)} sessions; {args.alerts} alerts"
+        )
         calls: dict[str, dict[str, Any]] = {
             "quota": {}, "budget": {}, "session_clock": {"session": session},
             "decision": {"tier": "opus"}, "alerts": {"session": session},
@@ -230,11 +232,15 @@ def main(argv: list[str] | None = None) -> int:
     for tool, values in times.items():
         p99 = statistics.quantiles(values, n=100)[98] if len(values) > 1 else values[0]
         worst = max(worst, p99)
-        print(f"{tool:<14} {statistics.median(values) * 1000:>6.1f}ms {p99 * 1000:>6.1f}ms "
-              f"{max(values) * 1000:>6.1f}ms")  # fmt: skip
+        print(
+            f"{tool:<14} {statistics.median(values) * 1000:>6.1f}ms {p99 * 1000:>6.1f}ms "
+            f"{max(values) * 1000:>6.1f}ms"
+        )
     ok = worst <= TARGET and failed == 0
-    print(f"target p99 <= {TARGET * 1000:.0f} ms per tool: {'met' if ok else 'MISSED'}"
-          + (f" ({failed} calls failed)" if failed else ""))  # fmt: skip
+    print(
+        f"target p99 <= {TARGET * 1000:.0f} ms per tool: {'met' if ok else 'MISSED'}"
+        + (f" ({failed} calls failed)" if failed else "")
+    )
     return 0 if ok else 1
 
 
