@@ -30,6 +30,7 @@ LEDGER, HOOKS, RESOURCES = "token-ledger", "claude-sessions", "resources"
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 ALERT_TIMEOUT = 2.0  # seconds for each Alertmanager: an agent waits for the answer
 SESSION_FAMILIES = (
+    "agentwatch_session_deadline_timestamp_seconds",
     "agentwatch_session_cost_usd_total",
     "agentwatch_session_tokens_total",
     "agentwatch_session_first_activity_timestamp_seconds",
@@ -203,6 +204,7 @@ class SessionSeries:
     tokens: float = 0.0
     first: float | None = None
     last: float | None = None
+    deadline: float | None = None  # the time-box's end (token-ledger timebox_minutes)
 
 
 def _sessions(ledger: Samples) -> dict[str, SessionSeries]:
@@ -221,6 +223,8 @@ def _sessions(ledger: Samples) -> dict[str, SessionSeries]:
             item["first"] = min(item.get("first", value), value)
         elif name == "agentwatch_session_last_activity_timestamp_seconds":
             item["last"] = max(item.get("last", value), value)
+        elif name == "agentwatch_session_deadline_timestamp_seconds":
+            item["deadline"] = min(item.get("deadline", value), value)
     return {sid: SessionSeries(sid, **item) for sid, item in found.items()}
 
 
@@ -256,12 +260,32 @@ def newest_session(src: Sources, project: str, only_project: bool = False) -> st
     return found.session
 
 
+TASK_DEADLINE = "agentwatch_orchestrator_task_deadline_timestamp_seconds"
+
+
+def task_deadline(src: Sources, task: str) -> float:
+    """The orchestrator's deadline of `task`, as the controller exports it (Bernstein's
+    /tasks); Unanswerable when the controller does not know one."""
+    if not SESSION_ID.match(task):
+        raise Unanswerable("task must be an orchestrator task id (letters, digits, ._:-)")
+    found = samples(src.spool_dir, "controller", (TASK_DEADLINE + "{",), f'task="{task}"')
+    values = [v for _, labels, v in found or [] if labels.get("task") == task]
+    if not values:
+        raise Unanswerable(
+            f"no deadline for task {task}: the controller exports the open tasks' deadlines of "
+            "its orchestrator (controller.adapter kind bernstein) in its spool file"
+        )
+    return min(values)
+
+
 def session_clock(
-    src: Sources, now: float, session: str, project: str, deadline: float | None = None
+    src: Sources, now: float, session: str, project: str, task: str = ""
 ) -> dict[str, Any]:
     """This session's spend and clock: elapsed since its first counted line, and remaining
-    when a deadline or time-box is known."""
+    when a deadline is known: its time-box (the token ledger's timebox_minutes) or, given
+    `task`, the orchestrator's deadline of that task; the earlier of the two."""
     check_session_id(session)
+    deadlines = {"task": task_deadline(src, task)} if task else {}
     wanted = session or newest_session(src, project)
     # only the lines of that session: a year of sessions is not parsed to answer for one
     ledger = samples(src.spool_dir, LEDGER, SESSION_FAMILIES, f'session="{wanted}"')
@@ -276,6 +300,10 @@ def session_clock(
             f"{which} in the {LEDGER} spool file: only sessions active within the ledger's "
             "session_ttl have series of their own"
         )
+    if found.deadline is not None:
+        deadlines["timebox"] = found.deadline
+    source = min(deadlines, key=lambda key: deadlines[key]) if deadlines else None
+    deadline = deadlines[source] if source is not None else None
     elapsed = None if found.first is None else max(now - found.first, 0.0)
     return {
         "session": found.session,
@@ -286,6 +314,7 @@ def session_clock(
         "last_activity_at": found.last,
         "elapsed_seconds": _round(elapsed, 1),
         "deadline_at": deadline,
+        "deadline_source": source,
         "remaining_seconds": None if deadline is None else round(deadline - now, 1),
         "now": round(now, 3),
     }

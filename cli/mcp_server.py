@@ -73,12 +73,13 @@ def build(src: Sources, project: str) -> Any:
         left; `unlimited` when no cap is set."""
         return answering(lambda: mcp_answers.budget(src, mcp_answers.clock()))
 
-    def session_clock(session: str = "") -> str:
+    def session_clock(session: str = "", task: str = "") -> str:
         """This session's spend (USD, tokens) and clock: elapsed seconds since its first
-        message, and remaining seconds when a deadline or time-box is known. Without
-        `session`, the newest session of the current project."""
+        message, and remaining seconds when a deadline is known: the session's time-box, or
+        the orchestrator's deadline of `task` (the earlier). Without `session`, the newest
+        session of the current project."""
         return answering(
-            lambda: mcp_answers.session_clock(src, mcp_answers.clock(), session, project)
+            lambda: mcp_answers.session_clock(src, mcp_answers.clock(), session, project, task)
         )
 
     def decision(tier: str = "") -> str:

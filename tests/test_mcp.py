@@ -75,7 +75,8 @@ def world(tmp_path: Path, processes: list[subprocess.Popen]) -> World:
     config.write_text(yaml.safe_dump({
         "state_dir": str(state), "spool_dir": str(spool),
         "controller": {"alertmanagers": [am.url], "budget_usd": BUDGET, "budget_period": "day"},
-        "sentinels": {"token-ledger": {"block_token_limit": LIMIT}},
+        "sentinels": {"token-ledger": {"block_token_limit": LIMIT,
+                                         "project_timebox_minutes": {"shop": 90}}},
     }))  # fmt: skip
     claude = tmp_path / "claude"
     _transcripts(claude, time.time_ns() // 1_000_000)
@@ -139,15 +140,17 @@ def test_every_tool_answers_from_what_agentwatch_knows(world: World) -> None:
 
         clock = answer(server, "session_clock")  # the newest session of project `shop`
         assert clock["session"] == SESSION and clock["project"] == "shop"
-        cost = ledger[
-            (
-                "agentwatch_session_cost_usd_total",
-                (("agent", "claude-code"), ("project", "shop"), ("session", SESSION)),
-            )
-        ]
+        labels = (("agent", "claude-code"), ("project", "shop"), ("session", SESSION))
+        cost = ledger[("agentwatch_session_cost_usd_total", labels)]
         assert clock["spent_usd"] == round(cost, 6) and clock["tokens"] == 61_000
         assert 19 * 60 < clock["elapsed_seconds"] < 60 * 60
-        assert clock["remaining_seconds"] is None
+        # the project's 90-minute time-box from the session's first message
+        first = ledger[("agentwatch_session_first_activity_timestamp_seconds", labels)]
+        assert clock["started_at"] == first and clock["deadline_source"] == "timebox"
+        assert clock["deadline_at"] == first + 90 * 60
+        assert ledger[("agentwatch_session_deadline_timestamp_seconds", labels)] == first + 5400
+        assert 0 < clock["remaining_seconds"] <= 90 * 60 - clock["elapsed_seconds"] + 1
+        assert "no deadline for task T-7" in _error(server, "session_clock", {"task": "T-7"})
         assert answer(server, "session_clock", {"session": OTHER})["tokens"] == 11_000
 
         decision = answer(server, "decision")

@@ -219,6 +219,8 @@ def build(config: Config, state_dir: Path) -> Ledger:
         max_projects=settings["max_projects"],
         max_models=settings["max_models"],
         max_sessions=settings["max_sessions"],
+        timebox_minutes=settings["timebox_minutes"],
+        project_timebox=settings["project_timebox_minutes"],
     )
 
 
