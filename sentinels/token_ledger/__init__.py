@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentwatch.core.config import (
     Key,
+    choice,
     duration,
     int_range,
     missing_path,
@@ -119,7 +120,18 @@ SENTINEL = Sentinel(
         "block_token_limit": Key(
             0,
             int_range(0, 10**15),
-            "tokens per 5-hour block (0: the largest completed block, ccusage --token-limit max)",
+            "tokens per 5-hour block (0: the plan's, else estimated from the completed blocks)",
+        ),
+        "plan": Key(
+            "none",
+            choice("none", "pro", "max5", "max20"),
+            "subscription plan: its tokens per 5-hour block (pro 44k, max5 88k, max20 220k) "
+            "when block_token_limit is 0",
+        ),
+        "block_limit_estimate": Key(
+            "p90",
+            choice("p90", "max"),
+            "without a limit or plan: the 90th percentile or the largest of the completed blocks",
         ),
         "timebox_minutes": Key(
             0.0,
