@@ -8,9 +8,11 @@ goes through `agentwatch statusline` and the claude-sessions sentinel (the offic
 the resources sentinel counts agents, a real Alertmanager holds `--alerts` alerts (a burn per
 session, the quota buckets) and `controller --once` decides from it. Then one `agentwatch mcp`
 process is asked, round-robin so a busy machine slows every tool alike, each tool `--calls`
-times (`session_clock` and `alerts` for a session id of the history), from the request's last
-byte written to its response line read. Prints p50/p99/max per tool and the server's start;
-exit 1 when a tool's p99 passes 100 ms or a call fails.
+times with its spool files unchanged and `--calls` times right after every file was replaced
+(as a sentinel's write does: the answer must read and parse its file again), `session_clock`
+and `alerts` for a session id of the history, from the request written to its response read.
+Prints p50/p99/max per tool and the server's start; exit 1 when a tool's p99 passes 100 ms or
+a call fails.
 
 No peer runs: ccusage's MCP server (@ccusage/mcp) answers usage only, by reading transcripts
 per call, and is not installed here.
@@ -125,6 +127,15 @@ def post_alerts(url: str, sessions: list[tuple[str, str]], count: int) -> None:
     requests.post(f"{url}/api/v2/alerts", json=body, timeout=30).raise_for_status()
 
 
+def rewrite(spool: Path) -> None:
+    """Every spool file replaced by a copy of itself (a new inode, as a sentinel's atomic
+    write leaves): the server cannot answer from what it read before."""
+    for path in spool.glob("*.prom"):
+        fresh = path.with_name(f".{path.name}.bench")
+        fresh.write_bytes(path.read_bytes())
+        os.replace(fresh, path)
+
+
 class Server:
     """One `agentwatch mcp` process spoken to line by line."""
 
@@ -208,17 +219,24 @@ def main(argv: list[str] | None = None) -> int:
         }  # fmt: skip
         assert list(calls) == list(mcp_server.TOOLS)
         server = Server(config, project / name)
-        times: dict[str, list[float]] = {tool: [] for tool in calls}
+        times: dict[str, list[float]] = {
+            f"{tool}{phase}": [] for phase in ("", " (new file)") for tool in calls
+        }
         failed = 0
         try:
-            for _ in range(args.calls):
+            for number in range(2 * args.calls):
+                # odd rounds: every spool file replaced first, as a sentinel's write does, so
+                # each answer reads and parses its file again; even rounds: files unchanged
+                phase = " (new file)" if number % 2 else ""
+                if phase:
+                    rewrite(spool)
                 for tool, arguments in calls.items():
                     answer, took = server.ask("tools/call", {"name": tool, "arguments": arguments})
                     result = answer.get("result") or {}
                     if result.get("isError") or "result" not in answer:
                         failed += 1
                         print(f"  {tool} failed: {json.dumps(answer)[:300]}", file=sys.stderr)
-                    times[tool].append(took)
+                    times[f"{tool}{phase}"].append(took)
         finally:
             server.close()
     finally:
@@ -227,13 +245,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
     print(f"server start to initialize answered: {server.start * 1000:.0f} ms")
-    print(f"{'tool':<14} {'p50':>8} {'p99':>8} {'max':>8}   ({args.calls} calls each)")
+    print(f"{'tool':<25} {'p50':>8} {'p99':>8} {'max':>8}   ({args.calls} calls each)")
     worst = 0.0
     for tool, values in times.items():
         p99 = statistics.quantiles(values, n=100)[98] if len(values) > 1 else values[0]
         worst = max(worst, p99)
         print(
-            f"{tool:<14} {statistics.median(values) * 1000:>6.1f}ms {p99 * 1000:>6.1f}ms "
+            f"{tool:<25} {statistics.median(values) * 1000:>6.1f}ms {p99 * 1000:>6.1f}ms "
             f"{max(values) * 1000:>6.1f}ms"
         )
     ok = worst <= TARGET and failed == 0
