@@ -8,6 +8,7 @@ wrong arguments — comes back as an MCP tool error and the server goes on answe
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from dataclasses import dataclass
@@ -41,8 +42,6 @@ class World:
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> None:
-    import os
-
     done = subprocess.run(
         [*CLI, *args], env={**os.environ, **(env or {})},
         capture_output=True, text=True, timeout=120, check=False,
@@ -163,6 +162,17 @@ def test_every_tool_answers_from_what_agentwatch_knows(world: World) -> None:
         assert names == [("AgentwatchQuotaElevated", None),
                          ("AgentwatchSessionTokenBurn", SESSION)]  # fmt: skip
         assert alerts["session"] == SESSION and alerts["project"] == "shop"
+
+        # the ledger writes again (atomically: a new file): the next answer reads it
+        path = world.spool / "token-ledger.prom"
+        text = path.read_text().replace("\nagentwatch_block_tokens 72000.0\n",
+                                        "\nagentwatch_block_tokens 90000.0\n")  # fmt: skip
+        assert "agentwatch_block_tokens 90000.0" in text
+        fresh = path.with_name("token-ledger.prom.new")
+        fresh.write_text(text)
+        os.replace(fresh, path)
+        again = answer(server, "quota")
+        assert [w["tokens"] for w in again["windows"] if w["source"] == "estimated"] == [90_000]
 
 
 def test_the_quick_reader_agrees_with_the_exposition_parser(world: World) -> None:

@@ -6,6 +6,7 @@ exporter serves — built from a first real run's transcript by the real token l
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -137,6 +138,4 @@ def test_real_claude_asks_the_installed_mcp_server_for_the_quota(tmp_path: Path)
 
 
 def _base_env() -> dict[str, str]:
-    import os
-
     return {key: value for key, value in os.environ.items() if key != "CLAUDE_CONFIG_DIR"}
