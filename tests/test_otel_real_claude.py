@@ -21,7 +21,7 @@ from agentwatch.demo.anthropic_api.served import ServedLog
 from agentwatch.demo.anthropic_api.server import StandIn
 from tests.claude_cli import claude_command, environment, prepare_home
 from tests.conftest import run_cli, samples
-from tests.otel_support import receiver, wait_for
+from tests.otel_support import port, receiver, wait_for
 
 pytestmark = pytest.mark.slow
 MODEL = "claude-sonnet-4-5"
@@ -45,7 +45,8 @@ SCRIPT = {
             ],
         },
         {"prompt_contains": "overloaded",
-         "steps": [{"error": {"status": 529, "type": "overloaded_error", "message": "Overloaded"}}]},
+         "steps": [{"error": {"status": 529, "type": "overloaded_error",
+                              "message": "Overloaded"}}]},
         {"prompt_contains": "limited",
          "steps": [{"error": {"status": 429, "type": "rate_limit_error",
                               "message": "slow down"}}]},
@@ -82,7 +83,7 @@ def test_real_claude_telemetry_counted_once_with_the_ledger(
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))  # where the receiver looks
     served = ServedLog(tmp_path / "served.jsonl")
     with receiver(tmp_path, grace=1.0) as work:
-        listen = "127.0.0.1:%d" % work.server.server_address[1]  # type: ignore[union-attr]
+        listen = f"127.0.0.1:{port(work)}"
         variables = {
             **cs.telemetry(listen),
             "OTEL_METRIC_EXPORT_INTERVAL": "1000",
