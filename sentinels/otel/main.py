@@ -30,6 +30,9 @@ from agentwatch.sentinels.otel.store import Store, dump
 
 log = logging.getLogger("agentwatch.otel")
 SAVE_GAP = 1.0
+# The loop is woken for a request at most this often; the requests in between are published by
+# the cycle that follows it (a burst of exports costs one spool rewrite a second, not one each).
+WAKE_GAP = 1.0
 LEDGER = "token-ledger"
 SESSION_TOKENS = "agentwatch_session_tokens"
 
@@ -90,6 +93,9 @@ class Otel:
         self.dirty = False
         self.saved_at = -SAVE_GAP
         self.ratios: dict[str, float] = {}
+        self.received = 0  # requests folded, and how many the last cycle had seen
+        self.seen = 0
+        self.woken_at = -WAKE_GAP
         self.server: Server | None = None
         if not context.once:
             try:
@@ -104,19 +110,27 @@ class Otel:
         with self.lock:
             self.fold.counts[f"requests.{signal}"] += 1
             self.fold.add(batch, self.clock())
-            self.dirty = True
-        self.wake()
+            self._changed()
 
     def _rejected(self, reason: str) -> None:
         with self.lock:
             self.fold.counts[f"rejected.{reason}"] += 1
-            self.dirty = True
-        self.wake()
+            self._changed()
+
+    def _changed(self) -> None:
+        """Under the lock: something arrived; wake the loop unless it was woken just now."""
+        self.dirty = True
+        self.received += 1
+        now = time.monotonic()
+        if now - self.woken_at >= WAKE_GAP:
+            self.woken_at = now
+            self.wake()
 
     # ---- the loop
     def cycle(self, due: bool = True) -> Outcome:
         now = self.clock()
         with self.lock:
+            arrived, self.seen = self.received != self.seen, self.received
             due_sessions = self.fold.due(now)
             expiring = self.fold.expire(now, self.ttl)
         looked = {key: has_transcript(self.roots, key) for key in {*due_sessions, *expiring}}
@@ -126,12 +140,14 @@ class Otel:
             gone = [k for k, s in self.fold.sessions.items() if now - s.last_seen > self.ttl]
             self.fold.drop(gone)
             self.fold.prune_minutes(now)
-            changed = self.dirty or bool(looked) or bool(gone)
+            changed = arrived or self.dirty or bool(looked) or bool(gone)
             self.dirty = self.dirty or changed
         if due:
             self._reconcile()
         self._save(force=due)
-        return Outcome(changed=changed or due, again_in=SAVE_GAP if self.dirty else None)
+        # requests that came without waking the loop are published a WAKE_GAP later
+        again = WAKE_GAP if arrived or self.dirty else None
+        return Outcome(changed=changed or due, again_in=again)
 
     def _reconcile(self) -> None:
         with self.lock:
