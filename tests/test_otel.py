@@ -5,8 +5,10 @@ session without a transcript exactly once; the saved state; cumulative temporali
 from __future__ import annotations
 
 import json
+from datetime import UTC
 from pathlib import Path
 
+import pytest
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
 )
@@ -162,3 +164,33 @@ def test_wrong_paths_and_methods_are_answered_and_counted(tmp_path: Path) -> Non
         text = exposition(work)
     assert value(text, "agentwatch_otel_rejected_total", reason="not_found") == 1
     assert value(text, "agentwatch_otel_rejected_total", reason="method") == 1
+
+
+def test_a_session_with_a_transcript_is_reconciled_with_the_ledger(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from datetime import datetime
+
+    from tests.conftest import run_cli
+    from tests.transcripts import assistant, encode, transcript
+
+    config = tmp_path / "claude"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    # the ledger read 5 input and 2 output tokens where Claude Code reported 7 and 2
+    line = assistant(input_tokens=5, output_tokens=2, model=MODEL, timestamp=now)
+    transcript(config, session=SESSION_JSON).write_bytes(encode(line))
+    ledger = run_cli(
+        "sentinel", "token-ledger", "--once", "--spool-dir", str(tmp_path / "spool"),
+        "--state-dir", str(tmp_path / "ledger-state"), env={"CLAUDE_CONFIG_DIR": str(config)},
+    )  # fmt: skip
+    assert ledger.returncode == 0, ledger.stderr
+    clock = Clock()
+    with receiver(tmp_path, clock) as work:
+        post(work, "/v1/metrics", fixture("claude-2.1.328-metrics.json"), JSON)
+        clock.now += 61
+        work.cycle(True)
+        text = exposition(work)
+    ratio = value(text, "agentwatch_otel_ledger_disagreement_ratio", session=SESSION_JSON)
+    assert ratio == pytest.approx(2 / 9)
+    assert value(text, "agentwatch_tokens_total", source="otel") == 0  # the ledger's to count
