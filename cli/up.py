@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentwatch.cli import common, demo_story, stack
+from agentwatch.cli import common, demo_story, locate, stack
 from agentwatch.cli.exporter import spool_collector
 from agentwatch.controller import report
 from agentwatch.core import claude, config, paths, run_budget, single
@@ -50,7 +50,7 @@ STATUS_EVERY = 10.0
 SIGNALS = ("AgentwatchWatchdog", "AgentwatchErrorRatioLow")  # firing is their normal state
 STORY_EVERY = 2.0  # the demo's loop steps are looked for this often
 RESTART_DELAY = 2.0
-LOCK_FILE = "up.lock"  # in the state folder: one `up` per state folder
+LOCK_FILE = locate.UP_LOCK  # in the state folder: one `up` per state folder
 
 
 def add(commands: argparse._SubParsersAction) -> None:
@@ -174,7 +174,7 @@ class Layout:
 
     @property
     def config_file(self) -> Path:
-        return self.state / "up-config.yaml"
+        return self.state / locate.UP_CONFIG
 
 
 def derived_config(
