@@ -62,8 +62,10 @@ def add(commands: argparse._SubParsersAction) -> None:
         "Alertmanager (routing to a local webhook receiver that prints each message) and the "
         "controller as supervised child processes, print where to look and a live status; "
         "Ctrl-C stops them all. State lives under one folder (--state-dir). With no "
-        "transcripts on this machine (or --demo) a demo workload runs simulated Claude Code "
-        "sessions in tmux panes (one burns tokens, one stalls on an API error) and a demo "
+        "transcripts on this machine (or --demo) a demo workload runs Claude Code sessions in "
+        "tmux panes (one burns tokens, one stalls on an API error): the real Claude Code when "
+        f"it is installed (${CLAUDE_ENV}; offline, against a scripted API), simulated ones "
+        "otherwise or with --no-claude; with Codex, Gemini and OpenCode sessions and a demo "
         "orchestrator the controller steers.",
     )
     common.add_dirs(parser)
@@ -333,11 +335,12 @@ def alert_state(alert: dict[str, Any]) -> str:
 
 
 def alerts_line(alerts: Any) -> str:
-    """Firing alerts by name; each one that is not active says its state. The always-on
-    signals (the dead man's switch, the permission to grow) are no news and not listed."""
+    """Firing alerts by name: the active ones (and unprocessed ones, just received), counted;
+    the suppressed ones (silenced or inhibited: no news, no action) said apart, not counted.
+    The always-on signals (the dead man's switch, the permission to grow) are not listed."""
     if not isinstance(alerts, list):
         return "alerts: Alertmanager not answering yet"
-    names = []
+    firing, suppressed = [], []
     for alert in alerts:
         if isinstance(alert, dict):
             labels = alert.get("labels")
@@ -347,8 +350,14 @@ def alerts_line(alerts: Any) -> str:
                 continue
             state = alert_state(alert)
             name = str(labels.get("alertname", "?"))
-            names.append(name if state == "active" else f"{name} ({state})")
-    return f"alerts firing {len(names)}" + (f": {', '.join(sorted(names))}" if names else "")
+            if state.startswith("suppressed"):
+                suppressed.append(f"{name} ({state.removeprefix('suppressed: ')})")
+            else:
+                firing.append(name if state == "active" else f"{name} ({state})")
+    line = f"alerts firing {len(firing)}" + (f": {', '.join(sorted(firing))}" if firing else "")
+    if suppressed:
+        line += f"; suppressed {len(suppressed)}: {', '.join(sorted(suppressed))}"
+    return line
 
 
 def _fetch_alerts(alertmanager: str) -> Any:

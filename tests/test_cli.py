@@ -204,8 +204,12 @@ def test_up_names_alert_states_as_alertmanager_does() -> None:
         alert("C", "suppressed", inhibited=True),
         alert("D", "unprocessed"),
     ]
+    # suppressed alerts are neither news nor acted on: not counted as firing
     assert up.alerts_line(alerts) == (
-        "alerts firing 4: A, B (suppressed: silenced), C (suppressed: inhibited), D (unprocessed)"
+        "alerts firing 2: A, D (unprocessed); suppressed 2: B (silenced), C (inhibited)"
+    )
+    assert up.alerts_line([alert("C", "suppressed", inhibited=True)]) == (
+        "alerts firing 0; suppressed 1: C (inhibited)"
     )
     assert up.alerts_line(None) == "alerts: Alertmanager not answering yet"
 
@@ -230,3 +234,9 @@ def test_status_shows_the_decision_of_up_demo_and_its_reasons(tmp_path: Path) ->
                         str(tmp_path))  # fmt: skip
     assert "because: AgentwatchHostLoadHigh (pause)" in shown.stdout, shown.stdout
     assert "updated 0s ago" in shown.stdout and "-0s" not in shown.stdout
+
+
+def test_up_help_says_the_demo_runs_the_real_claude_code() -> None:
+    shown = " ".join(run_cli("up", "--help").stdout.split())
+    assert "the real Claude Code when it is installed" in shown
+    assert "runs simulated Claude Code sessions" not in shown
