@@ -34,7 +34,10 @@ CLAUDE_ENV = "AGENTWATCH_CLAUDE"
 # real fleet. Each value applies only where the user's config leaves it unset.
 DEMO_DEFAULTS: dict[str, Any] = {
     "thresholds": {"stall_seconds": 60},  # a stall is news after a minute, not five
-    "stack": {"scrape_interval": 5, "evaluation_interval": 5},
+    # group_wait below the evaluation interval: an alert's first message leaves Alertmanager
+    # before Prometheus can have seen it resolve (the controller nudges a stalled pane within
+    # seconds, and the stall would otherwise resolve unannounced within the default 10 s)
+    "stack": {"scrape_interval": 5, "evaluation_interval": 5, "group_wait": 1},
     "controller": {
         "interval": 5,
         # the burner's two minutes reach 95 % of it; the steady sessions creep on to 100 %
@@ -451,8 +454,12 @@ def _run_locked(args: argparse.Namespace, cfg: config.Config, state: Path, spool
         stack=with_stack,
         claude=real_claude() if demo and not args.no_claude else None,
     )
-    if layout.demo:  # the demo's spend counts from this start (the budget's `run` period)
-        run_budget.start(state / "demo", time.time())
+    if layout.demo:  # the demo's spend counts from its run's start (the budget's `run` period)
+        run, resumed = run_budget.resume_or_start(state / "demo", time.time())
+        if resumed and run.started_at is not None:
+            since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.started_at))
+            print(f"demo: the run budget counts on from the run started {since} (a new run: "
+                  f"agentwatch run-budget stop --state-dir {state / 'demo'})")  # fmt: skip
     try:
         children = plan(args, cfg, layout)
     except config.ConfigError as err:
