@@ -1,5 +1,5 @@
 """What the README says about privacy and prices agrees with what the code writes: the hook
-stores a tool input's unsalted hash, and most price entries' pages show no date."""
+stores a tool input's hash salted per install, and most price entries' pages show no date."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ def test_the_readme_does_not_claim_a_date_the_pages_do_not_show() -> None:
     assert "most stored pages show none" in README
 
 
-def test_the_readme_says_the_hook_keeps_an_unsalted_input_hash() -> None:
+def test_the_readme_says_the_hook_keeps_a_salted_input_hash() -> None:
     never = README.split("Never recorded:", 1)[1][:600]
-    assert claude_events.INPUT_HASH in never and "unsalted sha256" in never
+    assert claude_events.INPUT_HASH in never and "salted with a secret of this install" in never
+    assert f"claude-events/{claude_events.SALT}" in never
