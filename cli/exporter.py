@@ -1,4 +1,4 @@
-"""`agentwatch exporter`: serve the spool merged on /metrics, a landing page and /healthz."""
+"""`agentwatch exporter`: serve the spool merged on /metrics, the front page and /healthz."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from agentwatch.sentinels import registry
 
 if TYPE_CHECKING:  # every command builds the parser: the exporter loads only when it runs
     from agentwatch.exporter.collector import SpoolCollector
+    from agentwatch.exporter.remote import Endpoints
 
 log = logging.getLogger("agentwatch")
 
@@ -20,8 +21,8 @@ log = logging.getLogger("agentwatch")
 def add(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "exporter",
-        help="serve /metrics (spool merged + sentinel health), / and /healthz",
-        description="Serve the spool files merged on /metrics, a landing page on / and "
+        help="serve /metrics (spool merged + sentinel health), the front page / and /healthz",
+        description="Serve the spool files merged on /metrics, an overview page on / and "
         "/healthz. Binds 127.0.0.1 unless --listen says otherwise.",
     )
     common.add_dirs(parser, state=False)
@@ -41,6 +42,25 @@ def spool_collector(cfg: config.Config, spool_dir: Path) -> SpoolCollector:
     )
 
 
+def endpoints(cfg: config.Config) -> Endpoints:
+    """Where the front page reads alerts, the decision and spend history, and links to:
+    the stack's Prometheus, the first Alertmanager the controller reads, the controller."""
+    from agentwatch.core.webconfig import WebConfigError, load_for
+    from agentwatch.exporter.remote import Endpoints
+
+    try:
+        web = load_for(cfg["controller"]["web_config_file"], "controller")
+    except WebConfigError:
+        web = None  # the controller refuses to start with it; the page shows it unreachable
+    scheme = "https" if web is not None and web.tls is not None else "http"
+    alertmanagers = cfg["controller"]["alertmanagers"]
+    return Endpoints(
+        prometheus=f"http://{cfg['stack']['prometheus_listen']}",
+        alertmanager=alertmanagers[0].rstrip("/") if alertmanagers else None,
+        controller=f"{scheme}://{cfg['controller']['listen']}",
+    )
+
+
 def run(args: argparse.Namespace, cfg: config.Config) -> int:
     from agentwatch.core import notify
     from agentwatch.core.http import ListenError
@@ -55,7 +75,7 @@ def run(args: argparse.Namespace, cfg: config.Config) -> int:
         log.error("exporter.web_config_file: %s", err)
         return 2
     try:
-        server = serve(spool_collector(cfg, spool_dir), listen, web)
+        server = serve(spool_collector(cfg, spool_dir), listen, web, endpoints(cfg))
     except ListenError as err:  # the one line says HOST:PORT and why
         log.error("exporter: %s", err)
         return 2

@@ -6,7 +6,8 @@ provisioning under the data folder, writes a commented example config if none ex
 records what it wrote with a checksum in a manifest. Uninstall removes exactly those files,
 and only while they are unchanged: the user's config, edits and state are never touched.
 Neither runs systemctl; both print the commands to run. Both also put agentwatch's hooks and
-statusLine into Claude Code's settings.json and take them out again (`install_claude`).
+statusLine into Claude Code's settings.json and take them out again (`install_claude`),
+and register `agentwatch mcp` as Claude Code's user-scope MCP server (`install_mcp`).
 """
 
 from __future__ import annotations
@@ -22,13 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentwatch.cli import assets, install_claude, stack
+from agentwatch.cli import assets, install_claude, install_mcp, stack
 from agentwatch.cli import claude_settings as cs
 from agentwatch.core import config, paths
 from agentwatch.core.files import write_atomic
 from agentwatch.sentinels import registry
 
 MANIFEST = "install-manifest.json"
+MCP_TABLE = "claude_mcp"  # the manifest's table of MCP server entries install wrote
 DASHBOARDS_PLACEHOLDER = "@AGENTWATCH_DASHBOARDS_DIR@"
 
 # Literal paths in systemd/*.service (the layout of `pipx install` with XDG defaults) that
@@ -97,6 +99,7 @@ class Target:
     config_file: Path
     command: tuple[str, ...]
     claude_settings: Path | None = None  # None: --no-claude-hooks
+    claude_state: Path | None = None  # ~/.claude.json for the MCP server; None: leave it
 
     @property
     def manifest(self) -> Path:
@@ -132,15 +135,17 @@ def agentwatch_command() -> tuple[str, ...]:
 def target_from(args: argparse.Namespace) -> Target:
     unit_dir = getattr(args, "unit_dir", None) or paths.default_unit_dir()
     prefix = getattr(args, "prefix", None) or paths.default_data_dir()
-    settings = None
+    settings = state = None
     if not getattr(args, "no_claude_hooks", False):
         settings = (getattr(args, "claude_settings", None) or cs.default_path()).expanduser()
+        state = install_mcp.default_path().expanduser().absolute()
     return Target(
         unit_dir=unit_dir.expanduser().absolute(),
         prefix=prefix.expanduser().absolute(),
         config_file=(args.config or paths.default_config_file()).expanduser().absolute(),
         command=agentwatch_command(),
         claude_settings=settings.absolute() if settings is not None else None,
+        claude_state=state,
     )
 
 
@@ -247,8 +252,11 @@ def plan_monitoring(cfg: config.Config, target: Target, plan: Plan) -> None:
     for source in rules:
         plan.add(rules_dir / source.name, source.read_bytes())
     files = stack_files(target, cfg.state_dir)
+    bernstein = stack.bernstein_scrape(cfg, files.prometheus_config.parent, os.environ)
+    if bernstein is not None and bernstein.token_path is not None and bernstein.token:
+        plan.add(bernstein.token_path, bernstein.token + "\n", mode=0o600)
     prometheus = stack.prometheus_config(
-        cfg, cfg["exporter"]["listen"], [rules_dir / source.name for source in rules]
+        cfg, cfg["exporter"]["listen"], [rules_dir / source.name for source in rules], bernstein
     )
     header = "# Written by `agentwatch install`; `agentwatch uninstall` removes it if unchanged.\n"
     plan.add(files.prometheus_config, header + yaml.safe_dump(prometheus, sort_keys=False))
@@ -337,14 +345,33 @@ def read_claude_records(path: Path) -> dict[str, dict[str, Any]]:
     return records
 
 
+def read_mcp_records(path: Path) -> dict[str, dict[str, Any]]:
+    """{Claude Code state file: the MCP entry install wrote there}; empty when none."""
+    raw = _manifest_document(path)
+    records = raw.get(MCP_TABLE, {}) if isinstance(raw, dict) else {}
+    if not isinstance(records, dict) or not all(isinstance(v, dict) for v in records.values()):
+        raise InstallError(f"install manifest {path} has a broken {MCP_TABLE!r} table")
+    return records
+
+
 def _write_manifest(
-    target: Target, files: dict[str, str], claude: dict[str, dict[str, Any]] | None = None
+    target: Target,
+    files: dict[str, str],
+    claude: dict[str, dict[str, Any]] | None = None,
+    mcp: dict[str, dict[str, Any]] | None = None,
 ) -> None:
+    """The manifest; `mcp` None keeps the MCP table it has."""
     from agentwatch.core import __version__
 
+    if mcp is None:
+        raw = _manifest_document(target.manifest)
+        kept = raw.get(MCP_TABLE) if isinstance(raw, dict) else None
+        mcp = kept if isinstance(kept, dict) else {}
     document: dict[str, Any] = {"agentwatch": __version__, "files": dict(sorted(files.items()))}
     if claude:
         document["claude_settings"] = dict(sorted(claude.items()))
+    if mcp:
+        document[MCP_TABLE] = dict(sorted(mcp.items()))
     write_atomic(target.manifest, (json.dumps(document, indent=2) + "\n").encode(), 0o644)
 
 
@@ -356,8 +383,15 @@ def claude_commands(cfg: config.Config, target: Target) -> cs.Commands:
     return cs.Commands.build(target.command, state if state != default else None)
 
 
+def mcp_entry(target: Target) -> dict[str, Any]:
+    """`<agentwatch> [--config FILE] mcp`: the config named only when it is not the default."""
+    default = paths.default_config_file().expanduser().absolute()
+    config_file = target.config_file if target.config_file != default else None
+    return install_mcp.server_entry(target.command, config_file)
+
+
 def install(cfg: config.Config, target: Target, dry_run: bool, force: bool) -> int:
-    claude = None
+    claude = mcp = None
     try:
         plan, left_out = build_plan(cfg, target)
         recorded = read_manifest(target.manifest)
@@ -368,6 +402,11 @@ def install(cfg: config.Config, target: Target, dry_run: bool, force: bool) -> i
                 claude_commands(cfg, target),
                 claude_records.get(str(target.claude_settings)),
                 claude_records,
+            )
+        mcp_records = read_mcp_records(target.manifest)
+        if target.claude_state is not None:
+            mcp = install_mcp.plan(
+                target.claude_state, mcp_entry(target), mcp_records.get(str(target.claude_state))
             )
     except (InstallError, cs.SettingsError) as err:
         print(f"agentwatch install: {err}", file=sys.stderr)
@@ -402,8 +441,11 @@ def install(cfg: config.Config, target: Target, dry_run: bool, force: bool) -> i
     if claude is not None:
         install_claude.apply(claude, dry_run)
         claude_records[str(claude.path)] = claude.record
+    if mcp is not None:
+        install_mcp.apply(mcp, dry_run)
+        mcp_records[str(mcp.path)] = mcp.record
     if not dry_run:
-        _write_manifest(target, written, claude_records)
+        _write_manifest(target, written, claude_records, mcp_records)
     for note in plan.notes:
         print(f"  note: {note}")
     print(next_steps(cfg, target, left_out, dry_run))
@@ -470,15 +512,26 @@ def uninstall(
         settings = settings_to_clean(target, claude_records, only_given_settings)
         for path in settings:  # every file checked before any is changed
             cs.read(path)
+        mcp_records = read_mcp_records(target.manifest)
+        states = (
+            []
+            if target.claude_state is None
+            else sorted({Path(name) for name in mcp_records} | {target.claude_state})
+        )
+        for path in states:
+            install_mcp.read(path)
     except (InstallError, cs.SettingsError) as err:
         print(f"agentwatch uninstall: {err}", file=sys.stderr)
         return 2
     for path in settings:
         install_claude.uninstall(path, commands, claude_records.get(str(path)), dry_run)
         claude_records.pop(str(path), None)
+    for path in states:
+        install_mcp.uninstall(path, mcp_records.get(str(path)), dry_run)
+        mcp_records.pop(str(path), None)
     if not recorded:
         if not dry_run and claude_records:
-            _write_manifest(target, {}, claude_records)
+            _write_manifest(target, {}, claude_records, mcp_records)
         elif not dry_run:
             target.manifest.unlink(missing_ok=True)
         print(f"agentwatch uninstall: no units to remove (no manifest at {target.manifest})")
@@ -514,7 +567,7 @@ def uninstall(
                 _remove_empty_parents(path.parent, stop_at={target.prefix.parent})
     if not dry_run:
         if kept or claude_records:
-            _write_manifest(target, kept, claude_records)
+            _write_manifest(target, kept, claude_records, mcp_records)
         else:
             target.manifest.unlink(missing_ok=True)
             _remove_empty_parents(target.prefix, stop_at={target.prefix.parent})

@@ -33,11 +33,12 @@ COMMANDS = {
     "classify-pane": "classify_pane",
     "hook": "hook",
     "statusline": "statusline",
+    "mcp": "mcp_server",
 }
 # Commands that run from a loaded config (run(args, cfg)); the others run(args) alone.
 WITH_CONFIG = {
     "exporter", "sentinel", "up", "status", "controller", "ack", "classify-pane",
-    "run-budget", "prices", "report",
+    "run-budget", "prices", "report", "mcp",
 }  # fmt: skip
 _VALUED = ("--config", "--log-level")  # the top-level options that take a value
 

@@ -7,11 +7,14 @@ Only configuration is generated here; the binaries are Debian's (`prometheus`,
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from agentwatch.cli import assets
 from agentwatch.core import config
@@ -19,6 +22,8 @@ from agentwatch.core.files import write_atomic
 
 LOCAL_ALERTMANAGER = "alertmanager-local.yml"
 JOB = "agentwatch"
+BERNSTEIN_JOB = "bernstein"
+BERNSTEIN_TOKEN = "bernstein.token"  # beside the Prometheus config, 0600, for a token_env
 
 
 @dataclass(frozen=True)
@@ -81,8 +86,56 @@ def _seconds(value: float) -> str:
     return f"{max(int(value), 1)}s"
 
 
-def prometheus_config(cfg: config.Config, exporter_listen: str, rules: list[Path]) -> dict:
+@dataclass(frozen=True)
+class BernsteinScrape:
+    """Prometheus' job for Bernstein's own `/metrics` (every route of it wants the bearer
+    token), and the token to write to `token_path` when it comes from the environment."""
+
+    job: dict[str, Any]
+    token_path: Path | None
+    token: str | None
+
+
+def bernstein_scrape(
+    cfg: config.Config, config_dir: Path, env: Mapping[str, str]
+) -> BernsteinScrape | None:
+    """The scrape of Bernstein's task server when it is the orchestrator, else None.
+
+    A `token_file` is read by Prometheus in place (its `credentials_file`), so a rotated token
+    is picked up; a `token_env` is copied into `<config_dir>/bernstein.token` (0600), since
+    Prometheus reads no environment. An unset variable leaves the job without a token: the
+    scrape then fails with Bernstein's 401 and AgentwatchBernsteinMetricsDown says so."""
+    orchestrator = cfg["controller"]["orchestrator"]
+    url = orchestrator["url"]
+    if orchestrator["kind"] != "bernstein" or not url:
+        return None
+    parts = urlsplit(str(url))
+    job: dict[str, Any] = {
+        "job_name": BERNSTEIN_JOB,
+        "scheme": parts.scheme,
+        "metrics_path": parts.path.rstrip("/") + "/metrics",
+        "static_configs": [{"targets": [parts.netloc]}],
+    }
+    token_path: Path | None = None
+    token: str | None = None
+    if orchestrator["token_file"] is not None:
+        job["authorization"] = {"credentials_file": str(orchestrator["token_file"])}
+    elif orchestrator["token_env"]:
+        token = env.get(orchestrator["token_env"], "").strip() or None
+        if token is not None:
+            token_path = config_dir / BERNSTEIN_TOKEN
+            job["authorization"] = {"credentials_file": str(token_path)}
+    return BernsteinScrape(job, token_path, token)
+
+
+def prometheus_config(
+    cfg: config.Config,
+    exporter_listen: str,
+    rules: list[Path],
+    bernstein: BernsteinScrape | None = None,
+) -> dict:
     stack = cfg["stack"]
+    extra = [bernstein.job] if bernstein is not None else []
     return {
         "global": {
             "scrape_interval": _seconds(stack["scrape_interval"]),
@@ -104,6 +157,7 @@ def prometheus_config(cfg: config.Config, exporter_listen: str, rules: list[Path
                 "job_name": "alertmanager",
                 "static_configs": [{"targets": [stack["alertmanager_listen"]]}],
             },
+            *extra,
         ],
     }
 
@@ -143,7 +197,10 @@ def write_configs(cfg: config.Config, state: Path, exporter_listen: str) -> Stac
     )
     for folder in (files.prometheus_data, files.alertmanager_data):
         folder.mkdir(parents=True, exist_ok=True)
-    prometheus = prometheus_config(cfg, exporter_listen, rule_files())
+    bernstein = bernstein_scrape(cfg, base, os.environ)
+    if bernstein is not None and bernstein.token_path is not None and bernstein.token:
+        write_atomic(bernstein.token_path, bernstein.token + "\n", 0o600)
+    prometheus = prometheus_config(cfg, exporter_listen, rule_files(), bernstein)
     write_atomic(files.prometheus_config, yaml.safe_dump(prometheus, sort_keys=False))
     alertmanager = alertmanager_config(cfg)
     # chat secrets may live in an adapted copy: readable by the user only

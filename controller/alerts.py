@@ -16,7 +16,7 @@ import math
 import re
 from calendar import timegm
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import requests
@@ -28,6 +28,8 @@ from agentwatch.core.sanitize import label_value
 log = logging.getLogger("agentwatch.controller")
 
 ACTION_LABEL = "agentwatch_action"
+# Alerts whose inhibition holds back only the message, never the controller's action.
+MESSAGE_ONLY_INHIBITORS = frozenset({"AgentwatchBurnPattern"})
 ACTIONS = (
     "shrink",
     "pause",
@@ -87,6 +89,8 @@ class Alert:
     silenced: bool = False
     inhibited: bool = False
     rate: float | None = None  # the `rate` annotation of burn alerts (tokens per hour)
+    inhibitors: tuple[str, ...] = ()  # fingerprints of the alerts that inhibit it
+    unexplained: bool = False  # suppressed with neither silence nor inhibitor named
 
     @property
     def started(self) -> float | None:
@@ -184,6 +188,8 @@ def parse_alert(item: Any) -> Alert:
         silenced=bool(silenced_by),
         inhibited=bool(inhibited_by) or suppressed_unexplained,
         rate=rate,
+        inhibitors=tuple(inhibited_by),
+        unexplained=suppressed_unexplained,
     )
 
 
@@ -222,8 +228,30 @@ def merge(answers: Iterable[list[Alert]]) -> list[Alert]:
                 silenced=seen.silenced or alert.silenced,
                 inhibited=seen.inhibited or alert.inhibited,
                 rate=seen.rate if seen.rate is not None else alert.rate,
+                inhibitors=tuple(dict.fromkeys(seen.inhibitors + alert.inhibitors)),
+                unexplained=seen.unexplained or alert.unexplained,
             )
-    return sorted(merged.values(), key=lambda a: (a.name, a.fingerprint))
+    return sorted(message_only(merged), key=lambda a: (a.name, a.fingerprint))
+
+
+def message_only(alerts: Mapping[str, Alert]) -> list[Alert]:
+    """The alerts with an inhibition that only holds back a message counted as not inhibited:
+    a burn pattern (rules/burn-patterns.rules.yml) replaces the burns' separate messages, but
+    each burn still escalates. An inhibitor the answer does not hold counts as a real one."""
+    found = []
+    for alert in alerts.values():
+        if (
+            alert.inhibited
+            and alert.inhibitors
+            and not alert.unexplained
+            and all(
+                fp in alerts and alerts[fp].name in MESSAGE_ONLY_INHIBITORS
+                for fp in alert.inhibitors
+            )
+        ):
+            alert = replace(alert, inhibited=False)
+        found.append(alert)
+    return found
 
 
 class AlertReader:

@@ -292,6 +292,10 @@ ALERT_THRESHOLDS: dict[str, tuple[float, str]] = {
     "quota_5h_tokens": (0, "fresh tokens allowed per 5 hours (0: not configured, no alert)"),
     "quota_7d_tokens": (0, "fresh tokens allowed per 7 days (0: not configured, no alert)"),
     "burn_floor_tokens_per_hour": (10e6, "below this fresh-token rate a burn never pages"),
+    "burn_pattern_sessions": (
+        3,
+        "sessions of one project that burned the same way within a day: one pattern message",
+    ),
     "stall_seconds": (300, "a pane stalled at its prompt longer than this alerts"),
     "rate_limit_cooldown_seconds": (900, "the rate-limit breaker stays open this long"),
     "footprint_processes": (220, "agent-related processes above which the footprint alerts"),

@@ -1024,11 +1024,14 @@ def generate(
     seed: int = 1,
     *,
     progress: bool = False,
+    span_days: int = SPAN_DAYS,
+    base_ms: int = BASE_MS,
 ) -> dict[str, Any]:
-    """Write a transcript tree of about `total_bytes` in `files` files under out_dir/projects.
+    """Write a transcript tree of about `total_bytes` in `files` files under out_dir/projects,
+    its sessions starting within `span_days` from `base_ms` (a year's history: 365).
 
-    Deterministic for (total_bytes, files, seed). Returns the statistics (also written to
-    out_dir/corpus.json together with the parameters).
+    Deterministic for (total_bytes, files, seed, span_days, base_ms). Returns the statistics
+    (also written to out_dir/corpus.json together with the parameters).
     """
     started = time.monotonic()
     out = Path(out_dir)
@@ -1086,7 +1089,7 @@ def generate(
                 model=model,
                 version=srng.choice(OLD_VERSIONS if old else VERSIONS),
                 branch=srng.choice(BRANCHES),
-                t_ms=BASE_MS + srng.randrange(SPAN_DAYS * 86_400_000),
+                t_ms=base_ms + srng.randrange(span_days * 86_400_000),
                 cache_object=not old,
                 cost_usd=old and srng.random() < 0.5,
                 fast=model == "claude-opus-4-6" and srng.random() < 0.1,
@@ -1141,6 +1144,8 @@ def generate(
             "files": files,
             "seed": seed,
             "generator_version": GENERATOR_VERSION,
+            **({} if span_days == SPAN_DAYS else {"span_days": span_days}),
+            **({} if base_ms == BASE_MS else {"base_ms": base_ms}),
         },
         "files": stats.files,
         "main_files": stats.main_files,

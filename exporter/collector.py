@@ -42,7 +42,7 @@ SELF_NAMES = {"agentwatch_sentinel_up", "agentwatch_sentinel_stale"}
 
 @dataclass
 class SentinelHealth:
-    """What the landing page, /healthz, `agentwatch status` and the self-metrics show."""
+    """What the front page, /healthz, `agentwatch status` and the self-metrics show."""
 
     sentinel: str
     present: bool

@@ -1,11 +1,11 @@
-"""The one HTTP endpoint Prometheus scrapes: /metrics, a landing page on / and /healthz."""
+"""The one HTTP endpoint Prometheus scrapes: /metrics, the front page on / and /healthz."""
 
 from __future__ import annotations
 
-import html
 import json
 import logging
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from prometheus_client.exposition import choose_encoder
@@ -13,42 +13,38 @@ from prometheus_client.exposition import choose_encoder
 from agentwatch.core import __version__
 from agentwatch.core.http import Handler, Server, make_server
 from agentwatch.core.webconfig import Authenticator, WebConfig
-from agentwatch.exporter.collector import SentinelHealth, SpoolCollector
+from agentwatch.exporter.collector import SpoolCollector
+from agentwatch.exporter.overview import build
+from agentwatch.exporter.overview_html import CSP, render
+from agentwatch.exporter.remote import Endpoints, RemoteReader
 
 log = logging.getLogger("agentwatch.exporter")
 
 
-def _landing_page(health: list[SentinelHealth], now: float) -> bytes:
-    rows = []
-    for item in health:
-        age = "never" if item.last_write is None else f"{now - item.last_write:.0f} s ago"
-        state = "up" if item.up else ("stale" if item.stale else "error")
-        if not item.present:
-            state = "missing"
-        rows.append(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.0f} s</td><td>{}</td></tr>".format(
-                html.escape(item.sentinel),
-                state,
-                age,
-                item.interval,
-                html.escape(item.error or ""),
-            )
-        )
-    body = f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>agentwatch exporter</title></head>
-<body><h1>agentwatch exporter</h1>
-<p>Version {html.escape(__version__)}.
-<a href="/metrics">Metrics</a> · <a href="/healthz">Health</a></p>
-<table border="1" cellpadding="4"><tr><th>sentinel</th><th>state</th><th>last update</th>
-<th>interval</th><th>error</th></tr>
-{"".join(rows) or '<tr><td colspan="5">no sentinel has written yet</td></tr>'}
-</table></body></html>
-"""
-    return body.encode("utf-8")
+CSS = (Path(__file__).parent / "overview.css").read_bytes()
+PAGE_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
 
 
-def make_handler(collector: SpoolCollector, auth: Authenticator | None = None) -> type[Handler]:
-    """Routes /metrics, / and /healthz; with basic auth configured every path needs it."""
+def front_page(collector: SpoolCollector, remote: RemoteReader, now: float | None = None) -> bytes:
+    """The overview on /: the spool as it is now, the stack as last read in the background."""
+    now = time.time() if now is None else now
+    families, health = collector.snapshot(now)
+    return render(build(families, health, remote.current(), now))
+
+
+def make_handler(
+    collector: SpoolCollector,
+    auth: Authenticator | None = None,
+    remote: RemoteReader | None = None,
+) -> type[Handler]:
+    """Routes /metrics, /, /overview.css and /healthz; with basic auth configured every path
+    needs it."""
+    reader = remote if remote is not None else RemoteReader(Endpoints())
 
     class ExporterHandler(Handler):
         server_version = f"agentwatch/{__version__}"
@@ -63,8 +59,10 @@ def make_handler(collector: SpoolCollector, auth: Authenticator | None = None) -
                 openmetrics = content_type.startswith("application/openmetrics-text")
                 self.send(200, content_type, collector.body(openmetrics))
             elif route == "/":
-                _, health = collector.snapshot()
-                self.send(200, "text/html; charset=utf-8", _landing_page(health, time.time()))
+                page = front_page(collector, reader)
+                self.send(200, "text/html; charset=utf-8", page, PAGE_HEADERS)
+            elif route == "/overview.css":
+                self.send(200, "text/css; charset=utf-8", CSS, {"Cache-Control": "max-age=300"})
             elif route == "/healthz":
                 now = time.time()
                 _, health = collector.snapshot(now)
@@ -81,10 +79,16 @@ def make_handler(collector: SpoolCollector, auth: Authenticator | None = None) -
     return ExporterHandler
 
 
-def serve(collector: SpoolCollector, listen: str, web: WebConfig | None = None) -> Server:
+def serve(
+    collector: SpoolCollector,
+    listen: str,
+    web: WebConfig | None = None,
+    endpoints: Endpoints | None = None,
+) -> Server:
     """Bind (loopback by default, via config) and return the server; caller runs it.
 
-    `web` (exporter.web_config_file) adds TLS and/or basic auth; None is plain HTTP."""
+    `web` (exporter.web_config_file) adds TLS and/or basic auth; None is plain HTTP.
+    `endpoints` are the stack's parts the front page reads and links to."""
     auth = Authenticator(web.users) if web is not None and web.users else None
-    handler = make_handler(collector, auth)
+    handler = make_handler(collector, auth, RemoteReader(endpoints or Endpoints()))
     return make_server(listen, handler, web.context if web else None, collector.connections)

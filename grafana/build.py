@@ -1024,8 +1024,8 @@ def overview() -> Dashboard:
         ),
         timeseries(
             "Spend per hour by agent",
-            "Cost rate by agent CLI: Claude Code from the token ledger, Codex, Gemini CLI and "
-            "OpenCode from the agent ledger; project and model filters apply.",
+            "Cost rate by agent CLI: Claude Code from the token ledger, every other agent "
+            "(docs/agents) from the agent ledger; project and model filters apply.",
             hourly("agentwatch_cost_usd_total", *scope, by="agent", fleet=True),
             "currencyUSD",
             stack=True,

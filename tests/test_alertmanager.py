@@ -491,3 +491,74 @@ def test_real_alertmanager_sends_one_escalated_message(
     for lower in ("info", "warning"):
         assert status[lower]["state"] == "suppressed"
         assert status[lower]["inhibitedBy"], f"{lower} must be inhibited, not silenced"
+
+
+def test_a_burn_pattern_is_one_message_and_the_burns_still_escalate(
+    tmp_path: Path,
+    processes: list[subprocess.Popen],
+    webhook: tuple[str, list[dict[str, Any]]],
+) -> None:
+    """The three-burns case on a real Alertmanager with the shipped inhibit rules: the pattern
+    of shop's heavy-work burns is the one message of them (a burn of blog still gets its
+    own), while the controller's reader keeps each burn actionable — the pattern holds back
+    messages, not the escalation — and the project burn a session burn explains stays
+    inhibited. (A critical burn would hold back every warning burn of its host by the
+    severity rule; none is sent here.)"""
+    url, received = webhook
+    config = yaml.safe_load(LOCAL_CONFIG.read_text())
+    config["receivers"][0]["webhook_configs"][0]["url"] = url
+    config["route"]["group_wait"] = "1s"
+    config["templates"] = [TEMPLATES]
+    (tmp_path / "alertmanager.yml").write_text(yaml.safe_dump(config))
+    web = f"127.0.0.1:{free_port()}"
+    processes.append(
+        subprocess.Popen(
+            [
+                ALERTMANAGER,
+                f"--config.file={tmp_path / 'alertmanager.yml'}",
+                f"--storage.path={tmp_path / 'data'}",
+                f"--web.listen-address={web}",
+                "--cluster.listen-address=",
+                "--log.level=warn",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    )
+
+    def ready() -> bool:
+        try:
+            return requests.get(f"http://{web}/-/ready", timeout=1).ok
+        except requests.ConnectionError:
+            return False
+
+    wait_for(ready)
+    ends = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    host = {"job": "agentwatch", "instance": "alpha"}
+    burn = {**host, "alertname": "AgentwatchSessionTokenBurn", "severity": "warning",
+            "agentwatch_action": "burn", "burn_kind": "heavy_work"}  # fmt: skip
+    heavy = [{**burn, "project": "shop", "session": f"s-{n}"} for n in (1, 2, 3)]
+    other = {**burn, "project": "blog", "session": "b-1"}
+    project = {**burn, "alertname": "AgentwatchProjectTokenBurn", "project": "blog"}
+    pattern = {**host, "alertname": "AgentwatchBurnPattern", "severity": "warning",
+               "project": "shop", "burn_kind": "heavy_work"}  # fmt: skip
+    body = [{"labels": labels, "annotations": {"summary": labels["alertname"]}, "endsAt": ends}
+            for labels in (pattern, *heavy, other, project)]  # fmt: skip
+    requests.post(f"http://{web}/api/v2/alerts", json=body, timeout=5).raise_for_status()
+
+    def sent() -> set[tuple[str, str]]:
+        return {(a["labels"]["alertname"], a["labels"].get("session", "")) for m in received
+                for a in m["alerts"]}  # fmt: skip
+
+    wanted = {("AgentwatchBurnPattern", ""), ("AgentwatchSessionTokenBurn", "b-1")}
+    wait_for(lambda: sent() >= wanted)
+    time.sleep(1.5)  # a message for a held-back burn would arrive by now
+    assert sent() == wanted
+
+    from agentwatch.controller.alerts import AlertReader
+
+    alerts = AlertReader([f"http://{web}"], 5.0).read().alerts or []
+    by_session = {(a.name, a.labels.get("session", "")): a for a in alerts}
+    for n in (1, 2, 3):
+        assert by_session["AgentwatchSessionTokenBurn", f"s-{n}"].actionable
+    assert not by_session["AgentwatchProjectTokenBurn", ""].actionable

@@ -291,7 +291,7 @@ def test_active_block_metrics_and_limits(make, tmp_path: Path) -> None:
     assert seen[("agentwatch_block_tokens", ())] == tokens_of["s1"] + tokens_of["s2"]
     assert seen[("agentwatch_block_start_timestamp_seconds", ())] == (T0 + 10 * HOUR_MS) / 1000
     assert seen[("agentwatch_block_end_timestamp_seconds", ())] == (T0 + 15 * HOUR_MS) / 1000
-    assert seen[("agentwatch_block_limit_tokens", (("source", "max_block"),))] == 5000
+    assert seen[("agentwatch_block_limit_tokens", (("source", "p90_block"),))] == 5000
     shares = {k[1]: v for k, v in seen.items() if k[0] == "agentwatch_block_session_tokens"}
     assert sorted(ledger.session_fold.kept) == ["old", "s2"]
     own, folded = "s2", "s1"

@@ -28,6 +28,7 @@ DATA = (
     r"agentwatch/sentinels/token_ledger/pricing\.json",
     r"agentwatch/sentinels/footprint/signatures\.json",
     r"agentwatch/sentinels/idle_error/patterns\.json",
+    r"agentwatch/exporter/overview\.css",
 )
 
 

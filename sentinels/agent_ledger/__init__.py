@@ -1,4 +1,4 @@
-"""Token ledgers of agent CLIs other than Claude Code (Codex CLI, Gemini CLI, OpenCode).
+"""Token ledgers of agent CLIs other than Claude Code (one reader each, see readers.py).
 
 Each reader turns one agent's session files into `AgentUsage` records, one per API response,
 in the Claude ledger's four token types; see `base`. The `agent-ledger` sentinel declared here
@@ -36,7 +36,7 @@ def _build(context: Context) -> Work:
 
 SENTINEL = Sentinel(
     name="agent-ledger",
-    summary="tokens and cost of Codex CLI, Gemini CLI and OpenCode from their session files",
+    summary="tokens and cost of the other agent CLIs (docs/agents) from their session files",
     interval=30.0,
     keys={
         "agents": Key(

@@ -15,7 +15,9 @@ from zoneinfo import ZoneInfo
 
 from agentwatch.core import claude
 
-AGENTS = (claude.AGENT, "codex", "gemini", "opencode")  # values of the `agent` label
+# Values of the `agent` label the first readers wrote; every reader's AGENT is one too
+# (readers.py READERS lists them all).
+AGENTS = (claude.AGENT, "codex", "gemini", "opencode")
 TOKEN_TYPES = ("input", "output", "cache_read", "cache_creation")
 # The bounds a record must keep to be counted; the readers follow ccusage, which counts any
 # u64 (its sums saturate), so the ledger checks what they return (`out_of_bounds`).
@@ -33,7 +35,7 @@ MAX_COST_USD = 10_000.0
 class AgentUsage:
     """One API response of an agent, its tokens mapped onto the ledger's four types."""
 
-    agent: str  # one of AGENTS
+    agent: str  # the reader's AGENT
     key: str  # unique per response and stable across re-reads (the dedup key)
     timestamp: float  # epoch seconds, UTC
     session: str  # the agent's session id ("" when the file names none)

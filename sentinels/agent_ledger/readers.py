@@ -63,6 +63,17 @@ READERS: tuple[Plug, ...] = (
     Plug("gemini"),  # nothing is deduplicated across files (gemini.py)
     Plug("opencode", across_files=True, companions=("-wal",)),  # a database and its WAL
     Plug("codex", across_files=True),  # forks replay their parent's rollout; dedup across
+    Plug("pi"),  # a record copied into another file has the same key (pi.py)
+    Plug("openclaw"),  # the same: keys are hashes of what ccusage dedups on
+    Plug("amp"),  # a thread file is rewritten whole; keys are places in the thread
+    Plug("qwen"),  # keys are hashes of what ccusage dedups on
+    Plug("kimi"),  # the same (but the model, which config.json sets)
+    Plug("droid", across_files=True),  # a session's latest snapshot among its files counts
+    Plug("codebuff"),  # a message's key is its session and id; the ledger adds growth
+    Plug("kilo", across_files=True, companions=("-wal",)),  # first database's copy of an id
+    Plug("goose", companions=("-wal",)),  # a session row's running totals; key: db + session
+    Plug("hermes", across_files=True, companions=("-wal",)),  # first database's session row
+    Plug("copilot"),  # one file's records outrank each other; nothing across files
 )
 
 

@@ -6,7 +6,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentwatch.core.config import Key, duration, int_range, missing_path, optional_path
+from agentwatch.core.config import (
+    Key,
+    choice,
+    duration,
+    int_range,
+    missing_path,
+    non_negative_number,
+    optional_path,
+)
 from agentwatch.sentinels.contract import Context, Sentinel
 
 if TYPE_CHECKING:
@@ -43,6 +51,20 @@ def price_table(value: Any) -> dict[str, dict[str, float]]:
             raise ValueError(f"{model}: 'input' and 'output' prices are required")
         table[str(model)] = {name: float(price) for name, price in prices.items()}
     return table
+
+
+def minutes_map(value: Any) -> dict[str, float]:
+    """Project folder name -> minutes (a per-project time-box; 0 switches it off)."""
+    if not isinstance(value, Mapping):
+        raise ValueError("expected a mapping of project name to minutes")
+    found: dict[str, float] = {}
+    for project, minutes in value.items():
+        if not isinstance(project, str) or not project or len(project) > 255:
+            raise ValueError("project names must be non-empty strings")
+        if isinstance(minutes, bool) or not isinstance(minutes, int | float) or minutes < 0:
+            raise ValueError(f"{project}: expected a non-negative number of minutes")
+        found[project] = float(minutes)
+    return found
 
 
 def pricing_file(value: Any) -> Path | None:
@@ -98,7 +120,27 @@ SENTINEL = Sentinel(
         "block_token_limit": Key(
             0,
             int_range(0, 10**15),
-            "tokens per 5-hour block (0: the largest completed block, ccusage --token-limit max)",
+            "tokens per 5-hour block (0: the plan's, else estimated from the completed blocks)",
+        ),
+        "plan": Key(
+            "none",
+            choice("none", "pro", "max5", "max20"),
+            "subscription plan: its tokens per 5-hour block (pro 44k, max5 88k, max20 220k) "
+            "when block_token_limit is 0",
+        ),
+        "block_limit_estimate": Key(
+            "p90",
+            choice("p90", "max"),
+            "without a limit or plan: the 90th percentile or the largest of the completed blocks",
+        ),
+        "timebox_minutes": Key(
+            0.0,
+            non_negative_number,
+            "each session's time-box from its first message, for "
+            "agentwatch_session_deadline_timestamp_seconds (0: none)",
+        ),
+        "project_timebox_minutes": Key(
+            {}, minutes_map, "time-boxes per project folder name, over timebox_minutes"
         ),
     },
     metrics=(
@@ -112,6 +154,7 @@ SENTINEL = Sentinel(
         "agentwatch_session_cost_usd_total",
         "agentwatch_session_first_activity_timestamp_seconds",
         "agentwatch_session_last_activity_timestamp_seconds",
+        "agentwatch_session_deadline_timestamp_seconds",
         "agentwatch_ledger_files_tracked",
         "agentwatch_ledger_unread_bytes",
         "agentwatch_ledger_lines_read_total",

@@ -179,12 +179,10 @@ class BlockTracker:
             return self.blocks[index]
         return None
 
-    def max_completed(self, now: float) -> float | None:
-        """The most tokens of a block that has ended (ccusage `--token-limit max`: neither the
-        active block nor gaps); None before the first one ended."""
+    def completed(self, now: float) -> list[float]:
+        """The tokens of every block that has ended (never the active one)."""
         now_ms = ms_of(now)
-        ended = [block.tokens for block in self.blocks if block.end_ms <= now_ms]
-        return max(ended) if ended else None
+        return [block.tokens for block in self.blocks if block.end_ms <= now_ms]
 
     def per_labels(self, block: Block) -> dict[int, float]:
         """The block's tokens per labelset (read once per block, then kept up to date)."""

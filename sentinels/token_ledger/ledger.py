@@ -178,6 +178,12 @@ class Ledger:
     max_projects: int = 50
     max_models: int = 25
     max_sessions: int = 100
+    timebox_minutes: float = 0.0  # a session's time-box from its first message (0: none)
+    project_timebox: dict[str, float] = field(default_factory=dict)  # by project, over it
+
+    def timebox(self, project: str) -> float:
+        """Seconds a session of `project` is time-boxed to; 0 when none is set."""
+        return 60.0 * self.project_timebox.get(project, self.timebox_minutes)
 
     def __post_init__(self) -> None:
         self.counters = self.store.counters()

@@ -219,6 +219,8 @@ def build(config: Config, state_dir: Path) -> Ledger:
         max_projects=settings["max_projects"],
         max_models=settings["max_models"],
         max_sessions=settings["max_sessions"],
+        timebox_minutes=settings["timebox_minutes"],
+        project_timebox=settings["project_timebox_minutes"],
     )
 
 
@@ -272,6 +274,7 @@ class TokenLedger:
         warn_missing_roots(context.config, self.roots)
         self.store_full = StoreFull(log, f"ledger database in {context.state_dir}")
         self.block_token_limit = settings["block_token_limit"]
+        self.plan, self.estimate = settings["plan"], settings["block_limit_estimate"]
         self.ledger: Ledger | None = None  # None while a full disk keeps it from opening
         self.windows: Windows | None = None
         self._open()
@@ -296,7 +299,10 @@ class TokenLedger:
         try:
             ledger = build(self.config, self.state_dir)
             try:
-                windows = Windows(ledger, self.state_dir, self.block_token_limit)
+                windows = Windows(
+                    ledger, self.state_dir, self.block_token_limit,
+                    plan=self.plan, estimate=self.estimate,
+                )  # fmt: skip
             except BaseException:
                 ledger.store.close()  # the next try must find the lock free
                 raise

@@ -198,6 +198,12 @@ def _session_families(ledger: Ledger) -> Iterator[Metric]:
         "Transcript time of a recent session's newest counted line.",
         labels=["agent", "project", "session"],
     )
+    deadline = GaugeMetricFamily(
+        "agentwatch_session_deadline_timestamp_seconds",
+        "When a recent session's time-box (timebox_minutes, project_timebox_minutes) ends: "
+        "its first counted line plus the box.",
+        labels=["agent", "project", "session"],
+    )
     kept = ledger.session_fold.kept
     fold = ledger.fold
     other = list(ledger.session_fold.retired)
@@ -209,7 +215,10 @@ def _session_families(ledger: Ledger) -> Iterator[Metric]:
                 other[index] += amount
             other_first, other_last = min(other_first, first_ts), max(other_last, last_ts)
             continue
+        box = ledger.timebox(project)
         project = fold.show("project", project)
+        if box > 0:
+            deadline.add_metric([claude.AGENT, project, session], first_ts + box)
         for kind, value in zip(TOKEN_TYPES, values[:4], strict=True):
             tokens.add_metric([claude.AGENT, project, session, kind], value)
         cost.add_metric([claude.AGENT, project, session], values[4])
@@ -222,7 +231,7 @@ def _session_families(ledger: Ledger) -> Iterator[Metric]:
     if folded:
         first.add_metric([claude.AGENT, OTHER, OTHER], other_first)
         last.add_metric([claude.AGENT, OTHER, OTHER], other_last)
-    yield from (tokens, cost, first, last)
+    yield from (tokens, cost, first, last, deadline)
     series = GaugeMetricFamily(
         "agentwatch_ledger_folded_series",
         'Distinct label values shown as "other" (past max_projects, max_models, '

@@ -10,6 +10,7 @@ from pathlib import Path
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
 from agentwatch.core import claude
+from agentwatch.sentinels.token_ledger import estimate
 from agentwatch.sentinels.token_ledger.blocks import Block, BlockTracker, BucketDeltas
 from agentwatch.sentinels.token_ledger.fold import OTHER
 from agentwatch.sentinels.token_ledger.ledger import Ledger
@@ -26,10 +27,13 @@ class Windows:
         block_token_limit: int = 0,
         clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
+        plan: str = "none",
+        estimate: str = "p90",
     ):
         self.ledger = ledger
         self.clock = clock
         self.limit = block_token_limit
+        self.plan, self.estimate = plan, estimate
         store = ledger.store
         self.blocks = BlockTracker(store.minutes, store.tokens_by_labels, monotonic)
         self.spend = SpendTracker(store.cost_since)
@@ -93,16 +97,15 @@ class Windows:
             yield family
         limit = GaugeMetricFamily(
             "agentwatch_block_limit_tokens",
-            "Tokens a 5-hour block may use: block_token_limit when configured (source=config), "
-            "else the largest completed block (source=max_block, ccusage --token-limit max).",
+            "Tokens a 5-hour block may use: block_token_limit (source=config), else the plan "
+            "preset (source=plan), else the 90th percentile (source=p90_block) or the largest "
+            "(source=max_block) of the completed blocks.",
             labels=["source"],
         )
-        if self.limit > 0:
-            limit.add_metric(["config"], self.limit)
-        else:
-            largest = self.blocks.max_completed(now)
-            if largest is not None:
-                limit.add_metric(["max_block"], largest)
+        completed = [] if self.limit > 0 or self.plan != "none" else self.blocks.completed(now)
+        found = estimate.block_limit(self.limit, self.plan, self.estimate, completed)
+        if found is not None:
+            limit.add_metric([found[1]], found[0])
         yield limit
         sessions = GaugeMetricFamily(
             "agentwatch_block_session_tokens",

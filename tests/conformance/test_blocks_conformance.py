@@ -102,9 +102,12 @@ def _ccusage(case: corpus.Corpus, scratch: Path) -> list[dict]:
 def _ledger(case: corpus.Corpus, scratch: Path, state: Path) -> dict:
     scratch.mkdir(parents=True, exist_ok=True)
     spool = scratch / "spool"
-    command = [sys.executable, "-m", "agentwatch.cli", "--log-level", "warning", "sentinel",
-               "token-ledger", "--once", "--spool-dir", str(spool),
-               "--state-dir", str(state)]  # fmt: skip
+    # ccusage's --token-limit max: the largest completed block, not the default percentile
+    config = scratch / "config.yaml"
+    config.write_text("sentinels:\n  token-ledger:\n    block_limit_estimate: max\n")
+    command = [sys.executable, "-m", "agentwatch.cli", "--log-level", "warning",
+               "--config", str(config), "sentinel", "token-ledger", "--once",
+               "--spool-dir", str(spool), "--state-dir", str(state)]  # fmt: skip
     ran = subprocess.run(
         command, env=_environment(case, scratch), cwd=scratch, capture_output=True, text=True,
         timeout=TIMEOUT, check=False,
