@@ -23,11 +23,12 @@ from typing import Any
 
 from agentwatch.cli import common, locate, report_rows
 from agentwatch.cli.report_rows import Row
-from agentwatch.core import config
-from agentwatch.sentinels.agent_ledger.base import AGENTS
+from agentwatch.core import claude, config
+from agentwatch.sentinels.agent_ledger.readers import READERS
 from agentwatch.sentinels.token_ledger import blocks as block_rules
 
 KINDS = ("daily", "weekly", "monthly", "session", "blocks")
+AGENTS = (claude.AGENT, *(plug.agent for plug in READERS))  # every agent a ledger counts
 COST_NOTE = (
     "cost as the ledgers count it: Anthropic's pricing page where ccusage differs (a request "
     "above 200k input tokens on Sonnet 4/4.5 is billed whole at the long-context rate; models "
@@ -43,10 +44,11 @@ def add(commands: argparse._SubParsersAction) -> None:
         help="usage reports like ccusage's (daily, weekly, monthly, session, blocks), every "
         "agent, from the ledgers' databases",
         description="Tokens and cost the token ledger (Claude Code) and the agent ledger "
-        "(Codex, Gemini, OpenCode) counted, grouped by local day, week (from Sunday), month, "
-        "session or 5-hour billing block. Read-only from their SQLite databases: fast, and "
-        "safe while the sentinels run. Tokens equal ccusage's; the cost follows Anthropic's "
-        "pricing page where ccusage differs (docs/reports.md).",
+        "(Codex, Gemini, OpenCode and the other agents it reads) counted, grouped by local "
+        "day, week (from Sunday), month, session or 5-hour billing block. Read-only from "
+        "their SQLite databases: fast, and safe while the sentinels run. Tokens equal "
+        "ccusage's; the cost follows Anthropic's pricing page where ccusage differs "
+        "(docs/reports.md).",
     )
     parser.add_argument("kind", choices=KINDS, help="how to group")
     parser.add_argument("--json", action="store_true", help="print JSON (ccusage's field names)")
