@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from agentwatch.cli import common, locate
 from agentwatch.core import config
 
 
@@ -29,11 +30,16 @@ def add(commands: argparse._SubParsersAction) -> None:
         "--alertmanager",
         action="append",
         metavar="URL",
-        help="Alertmanager to post to, repeatable (default: controller.alertmanagers)",
+        help="Alertmanager to post to, repeatable (default: the running `agentwatch up`'s, "
+        "else controller.alertmanagers and stack.alertmanager_listen)",
     )
+    common.add_dirs(parser)
 
 
 def run(args: argparse.Namespace, cfg: config.Config) -> int:
     from agentwatch.controller.ack import run as run_ack
 
+    if not args.alertmanager:  # the stack's own, wherever `up` or the config put it
+        _, state_dir = common.dirs(args, cfg)
+        args.alertmanager = locate.find(cfg, state_dir).alertmanagers()
     return run_ack(cfg, args)

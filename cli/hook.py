@@ -4,7 +4,8 @@ Claude Code runs it with the event's JSON on stdin (on every tool call, twice); 
 one compact line to the event spool (core/claude_events.py) and exits 0, always, printing
 nothing (some events feed a hook's stdout back to Claude Code). Only names, kinds and ids are
 kept: never the prompt, assistant text, tool input or tool output the payload carries (of a
-PreToolUse's tool input only its sha256, for the sentinel's repeat count). What it
+PreToolUse's tool input only its sha256 salted with this install's secret, for the
+sentinel's repeat count). What it
 could not do is counted in counters.json. Imports stay minimal: the interpreter's start is most
 of the time a call takes.
 """
@@ -33,8 +34,11 @@ class Skipped(Exception):
         self.reason = reason
 
 
-def record(payload: dict[str, object], now: float, pane: str) -> dict[str, object]:
-    """The event line for one hook payload (Skipped when it makes none)."""
+def record(
+    payload: dict[str, object], now: float, pane: str, salt: bytes | None = None
+) -> dict[str, object]:
+    """The event line for one hook payload (Skipped when it makes none); a PreToolUse's
+    tool input is hashed with `salt`, and not at all without one."""
     from agentwatch.core.sanitize import label_value
 
     def text(key: str) -> str | None:
@@ -55,11 +59,11 @@ def record(payload: dict[str, object], now: float, pane: str) -> dict[str, objec
         line["p"] = label_value(_project_name(cwd))
     if event in _TOOL_EVENTS and text("tool_name"):
         line["tool"] = text("tool_name")
-    if event == "PreToolUse" and "tool_input" in payload:
+    if event == "PreToolUse" and "tool_input" in payload and salt:
         import contextlib  # (already loaded by claude_events)
 
         with contextlib.suppress(ValueError, RecursionError):  # unhashable input: the event stays
-            line[claude_events.INPUT_HASH] = claude_events.input_hash(payload["tool_input"])
+            line[claude_events.INPUT_HASH] = claude_events.input_hash(payload["tool_input"], salt)
     if event == "PostToolUse":
         line["ok"] = True
     elif event == "PostToolUseFailure":
@@ -101,7 +105,8 @@ def run(state: Path) -> None:
         claude_events.count(state, reason)
         return
     try:
-        line = record(parsed, time.time(), os.environ.get("TMUX_PANE", ""))
+        salt = claude_events.salt(state) if parsed.get("hook_event_name") == "PreToolUse" else None
+        line = record(parsed, time.time(), os.environ.get("TMUX_PANE", ""), salt)
     except Skipped as skipped:
         if skipped.reason:
             claude_events.count(state, skipped.reason)
@@ -135,7 +140,7 @@ def add(commands: argparse._SubParsersAction) -> None:
         "hook",
         help="Claude Code's hook command: record one hook event (JSON on stdin)",
         description="Reads one Claude Code hook payload on stdin and appends one event line "
-        "(session, event, project, tool, success, kinds, the tool input's sha256; never "
+        "(session, event, project, tool, success, kinds, the tool input's salted sha256; never "
         "prompt, assistant text, tool input or output) to "
         "<state dir>/claude-events/events.jsonl. Always exits 0, silently.",
     )

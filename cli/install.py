@@ -160,12 +160,23 @@ def unit_word(value: str | Path) -> str:
     return text
 
 
+def outside_comments(text: str, words: Mapping[str, str]) -> str:
+    """`text` with each placeholder of `words` replaced by its real value, except in comment
+    lines: a comment that names a placeholder keeps saying what it says."""
+    lines = text.splitlines(keepends=True)
+    for number, line in enumerate(lines):
+        if not line.lstrip().startswith("#"):
+            for placeholder, real in words.items():
+                line = line.replace(placeholder, real)
+            lines[number] = line
+    return "".join(lines)
+
+
 def render_unit(text: str, exec_start: list[str] | None, words: Mapping[str, str]) -> str:
     """A unit of systemd/ with this machine's paths: each placeholder path in `words` is
     replaced, and the ExecStart= line too when `exec_start` is given (Prometheus and
     Alertmanager, whose flags come from the config)."""
-    for placeholder, real in words.items():
-        text = text.replace(placeholder, real)
+    text = outside_comments(text, words)
     if exec_start is not None:
         line = "ExecStart=" + " ".join(unit_word(word) for word in exec_start)
         text = re.sub(r"^ExecStart=.*$", lambda _: line, text, count=1, flags=re.M)
@@ -267,8 +278,9 @@ def plan_monitoring(cfg: config.Config, target: Target, plan: Plan) -> None:
         plan.add(dashboards / source.name, source.read_bytes())
     prometheus_url = f"http://{cfg['stack']['prometheus_listen']}"
     for source in sorted((grafana / "provisioning").glob("*/*.yml")):
-        text = source.read_text(encoding="utf-8").replace(DASHBOARDS_PLACEHOLDER, str(dashboards))
-        text = text.replace("http://127.0.0.1:9850", prometheus_url)
+        text = outside_comments(source.read_text(encoding="utf-8"), {
+            DASHBOARDS_PLACEHOLDER: str(dashboards), "http://127.0.0.1:9850": prometheus_url,
+        })  # fmt: skip
         plan.add(
             target.prefix / "grafana" / "provisioning" / source.parent.name / source.name, text
         )

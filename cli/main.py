@@ -26,6 +26,7 @@ COMMANDS = {
     "run-budget": "run_budget",
     "hash-password": "hash_password",
     "prices": "prices",
+    "report": "report",
     "install": "install",
     "uninstall": "install",
     "config": "configuration",
@@ -37,7 +38,7 @@ COMMANDS = {
 # Commands that run from a loaded config (run(args, cfg)); the others run(args) alone.
 WITH_CONFIG = {
     "exporter", "sentinel", "up", "status", "controller", "ack", "classify-pane",
-    "run-budget", "prices", "mcp",
+    "run-budget", "prices", "report", "mcp",
 }  # fmt: skip
 _VALUED = ("--config", "--log-level")  # the top-level options that take a value
 

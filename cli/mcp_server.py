@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from agentwatch.cli import common, mcp_answers
 from agentwatch.cli.mcp_alerts import AlertCache
 from agentwatch.cli.mcp_answers import Sources, Unanswerable
-from agentwatch.core import config
+from agentwatch.core import config, log
 
 NAME = "agentwatch"
 TOOLS = ("quota", "budget", "session_clock", "decision", "alerts")
@@ -113,7 +111,7 @@ def _current(src: Sources, project: str) -> str:
 def run(args: argparse.Namespace, cfg: config.Config) -> int:
     spool_dir, state_dir = common.dirs(args, cfg)
     # stdout carries the protocol: every log line goes to stderr, warnings only.
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, force=True)
+    log.setup("warning")  # core/log.py's format, on stderr
     server = build(Sources(spool_dir, state_dir, cfg), mcp_answers.project_of())
     server.run("stdio")
     return 0

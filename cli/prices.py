@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentwatch.cli import common
+from agentwatch.cli import common, locate
 from agentwatch.core import config
 from agentwatch.sentinels.token_ledger.pricing import PriceBook, PricingError
 from agentwatch.sentinels.token_ledger.records import SYNTHETIC
@@ -127,7 +127,7 @@ def table(models: list[Model]) -> str:
 
 def run(args: argparse.Namespace, cfg: config.Config) -> int:
     _, state_dir = common.dirs(args, cfg)
-    database = Path(state_dir) / DATABASE_FILE
+    database = locate.find(cfg, Path(state_dir)).sentinel_state / DATABASE_FILE
     if not database.is_file():
         print(f"no token-ledger database at {database}: the sentinel has not run with this "
               "state folder yet (`agentwatch sentinel token-ledger`)")  # fmt: skip

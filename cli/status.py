@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentwatch.cli import common, session_states
+from agentwatch.cli import common, locate, session_states
 from agentwatch.cli.exporter import spool_collector
 from agentwatch.controller import report
 from agentwatch.core import config
@@ -22,12 +22,13 @@ def add(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "status",
         help="show each sentinel's health and the controller's decision (exit 1 if a "
-        "sentinel is down)",
+        "sentinel is down, 3 when nothing runs)",
         description="Read the spool folder directly (no exporter needed) and show per "
         "sentinel: up, stale, parse errors, age of its file; one state per Claude Code "
         "session (from its hooks, or its pane's classifier where that shows a stall) with "
         "the source of each; then the controller's decision and the alerts behind it, from "
-        "its state file.",
+        "its state file. When neither `agentwatch up` nor a ledger sentinel runs on the state "
+        "folder it says 'stopped' and exits 3 (the files left behind are not shown as live).",
     )
     common.add_dirs(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -62,8 +63,25 @@ def state_word(item: SentinelHealth) -> str:
     return "error" if item.error else "stale"
 
 
+STOPPED = 3  # the LSB status code of "program is not running"
+
+
+def stopped(place: locate.Place, spool_dir: Path, as_json: bool) -> int:
+    """Nothing runs: say so, instead of reading the files left behind as live."""
+    why = (f"no `agentwatch up` on {place.state_dir} and no ledger sentinel on "
+           f"{place.sentinel_state}")  # fmt: skip
+    if as_json:
+        print(json.dumps({"state": "stopped", "reason": why, "spool": str(spool_dir)}, indent=2))
+    else:
+        print(f"agentwatch: stopped ({why}); start it with `agentwatch up`")
+    return STOPPED
+
+
 def run(args: argparse.Namespace, cfg: config.Config) -> int:
     spool_dir, state_dir = common.dirs(args, cfg)
+    place = locate.find(cfg, state_dir)
+    if not place.running:
+        return stopped(place, spool_dir, args.json)
     now = time.time()
     _, health = spool_collector(cfg, spool_dir).snapshot(now)
     decision_file, decision = newest_decision(decision_files(cfg, state_dir))

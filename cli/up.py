@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentwatch.cli import common, demo_story, stack
+from agentwatch.cli import common, demo_story, locate, stack
 from agentwatch.cli.exporter import spool_collector
 from agentwatch.controller import report
 from agentwatch.core import claude, config, paths, run_budget, single
@@ -34,7 +34,10 @@ CLAUDE_ENV = "AGENTWATCH_CLAUDE"
 # real fleet. Each value applies only where the user's config leaves it unset.
 DEMO_DEFAULTS: dict[str, Any] = {
     "thresholds": {"stall_seconds": 60},  # a stall is news after a minute, not five
-    "stack": {"scrape_interval": 5, "evaluation_interval": 5},
+    # group_wait below the evaluation interval: an alert's first message leaves Alertmanager
+    # before Prometheus can have seen it resolve (the controller nudges a stalled pane within
+    # seconds, and the stall would otherwise resolve unannounced within the default 10 s)
+    "stack": {"scrape_interval": 5, "evaluation_interval": 5, "group_wait": 1},
     "controller": {
         "interval": 5,
         # the burner's two minutes reach 95 % of it; the steady sessions creep on to 100 %
@@ -50,7 +53,7 @@ STATUS_EVERY = 10.0
 SIGNALS = ("AgentwatchWatchdog", "AgentwatchErrorRatioLow")  # firing is their normal state
 STORY_EVERY = 2.0  # the demo's loop steps are looked for this often
 RESTART_DELAY = 2.0
-LOCK_FILE = "up.lock"  # in the state folder: one `up` per state folder
+LOCK_FILE = locate.UP_LOCK  # in the state folder: one `up` per state folder
 
 
 def add(commands: argparse._SubParsersAction) -> None:
@@ -62,8 +65,10 @@ def add(commands: argparse._SubParsersAction) -> None:
         "Alertmanager (routing to a local webhook receiver that prints each message) and the "
         "controller as supervised child processes, print where to look and a live status; "
         "Ctrl-C stops them all. State lives under one folder (--state-dir). With no "
-        "transcripts on this machine (or --demo) a demo workload runs simulated Claude Code "
-        "sessions in tmux panes (one burns tokens, one stalls on an API error) and a demo "
+        "transcripts on this machine (or --demo) a demo workload runs Claude Code sessions in "
+        "tmux panes (one burns tokens, one stalls on an API error): the real Claude Code when "
+        f"it is installed (${CLAUDE_ENV}; offline, against a scripted API), simulated ones "
+        "otherwise or with --no-claude; with Codex, Gemini and OpenCode sessions and a demo "
         "orchestrator the controller steers.",
     )
     common.add_dirs(parser)
@@ -174,7 +179,7 @@ class Layout:
 
     @property
     def config_file(self) -> Path:
-        return self.state / "up-config.yaml"
+        return self.state / locate.UP_CONFIG
 
 
 def derived_config(
@@ -340,11 +345,12 @@ def alert_state(alert: dict[str, Any]) -> str:
 
 
 def alerts_line(alerts: Any) -> str:
-    """Firing alerts by name; each one that is not active says its state. The always-on
-    signals (the dead man's switch, the permission to grow) are no news and not listed."""
+    """Firing alerts by name: the active ones (and unprocessed ones, just received), counted;
+    the suppressed ones (silenced or inhibited: no news, no action) said apart, not counted.
+    The always-on signals (the dead man's switch, the permission to grow) are not listed."""
     if not isinstance(alerts, list):
         return "alerts: Alertmanager not answering yet"
-    names = []
+    firing, suppressed = [], []
     for alert in alerts:
         if isinstance(alert, dict):
             labels = alert.get("labels")
@@ -354,8 +360,14 @@ def alerts_line(alerts: Any) -> str:
                 continue
             state = alert_state(alert)
             name = str(labels.get("alertname", "?"))
-            names.append(name if state == "active" else f"{name} ({state})")
-    return f"alerts firing {len(names)}" + (f": {', '.join(sorted(names))}" if names else "")
+            if state.startswith("suppressed"):
+                suppressed.append(f"{name} ({state.removeprefix('suppressed: ')})")
+            else:
+                firing.append(name if state == "active" else f"{name} ({state})")
+    line = f"alerts firing {len(firing)}" + (f": {', '.join(sorted(firing))}" if firing else "")
+    if suppressed:
+        line += f"; suppressed {len(suppressed)}: {', '.join(sorted(suppressed))}"
+    return line
 
 
 def _fetch_alerts(alertmanager: str) -> Any:
@@ -449,8 +461,12 @@ def _run_locked(args: argparse.Namespace, cfg: config.Config, state: Path, spool
         stack=with_stack,
         claude=real_claude() if demo and not args.no_claude else None,
     )
-    if layout.demo:  # the demo's spend counts from this start (the budget's `run` period)
-        run_budget.start(state / "demo", time.time())
+    if layout.demo:  # the demo's spend counts from its run's start (the budget's `run` period)
+        run, resumed = run_budget.resume_or_start(state / "demo", time.time())
+        if resumed and run.started_at is not None:
+            since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.started_at))
+            print(f"demo: the run budget counts on from the run started {since} (a new run: "
+                  f"agentwatch run-budget stop --state-dir {state / 'demo'})")  # fmt: skip
     try:
         children = plan(args, cfg, layout)
     except config.ConfigError as err:

@@ -30,13 +30,16 @@ An event line (keys short: hooks run on every tool call):
      "kind": <notification or failure kind>,
      "head": <git HEAD at SessionStart/SessionEnd>, "pane": <$TMUX_PANE or "">,
      "reason": <SessionEnd reason>, "agent": <sub-agent type>,
-     "input_sha256": <sha256 of the canonical tool_input JSON (PreToolUse only)>}
+     "input_sha256": <sha256 of this install's salt and the canonical tool_input JSON
+                      (PreToolUse only)>}
 Only `v`, `t`, `s`, `e` are always present (the hook writes `pane` on every line too, "" when
 headless). Claude Code 2.1.328 reports a failed tool call as its own event, PostToolUseFailure:
 the hook writes it as `"e": "PostToolUse", "ok": false`. Every string passes
 `sanitize.label_value`; no prompt, assistant text, tool input or tool output is ever written:
 of the tool input only its hash (`input_hash`), so the sentinel can tell a call that repeats
-one of the session's last few (a retry loop) without ever holding the input.
+one of the session's last few (a retry loop) without ever holding the input. The hash is
+salted with a secret of this install (`claude-events/.salt`, 0600, made on first use): a short
+input (`ls`) cannot be found again by hashing candidates without the salt.
 
 A statusline snapshot:
     {"v": 1, "t": <epoch seconds>, "s": <session>, "p": <project>, "model": <model id>,
@@ -89,6 +92,8 @@ HOOK_EVENTS = (
 # accepted and dropped, without a line and without counting them as unknown.
 IGNORED_EVENTS = ("MessageDisplay", "PostToolBatch")
 INPUT_HASH = "input_sha256"  # the event key of the tool input's hash
+SALT = ".salt"  # in events_dir: this install's secret the tool input's hash is salted with
+SALT_BYTES = 32
 STATE_DIR_ENV = "AGENTWATCH_STATE_DIR"  # the writers' way to find the state dir without a config
 
 
@@ -171,10 +176,52 @@ def encode(record: dict[str, object]) -> bytes:
         del fields[optional[-1]]
 
 
-def input_hash(value: object) -> str:
-    """The sha256 (hex) of `value` as canonical JSON (sorted keys, no spaces, ASCII): the same
-    tool input gives the same hash whatever order its keys came in. Raises ValueError or
-    RecursionError for a value JSON cannot write back."""
+def salt(state: Path) -> bytes | None:
+    """This install's salt of the tool input's hash, made (0600, random) on first use; None
+    when it can be neither read nor made: then no hash is written at all, since an unsalted
+    one of a short input can be reversed by trying candidates."""
+    from agentwatch.core import bounded
+
+    path = events_dir(state) / SALT
+    for _ in range(2):
+        try:
+            data = bounded.read_bytes(path, 4 * SALT_BYTES, follow=False)
+        except FileNotFoundError:
+            with contextlib.suppress(OSError):
+                _make_salt(path)
+            continue
+        except OSError:
+            return None
+        return data if len(data) >= SALT_BYTES else None
+    return None
+
+
+def _make_salt(path: Path) -> None:
+    """Write a salt beside `path` and link it in place: whole or not at all, and the first of
+    two racing hooks wins (the other's link fails and it reads the winner's)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    temporary = path.with_name(f"{SALT}.{os.getpid()}")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temporary)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    descriptor = os.open(temporary, flags, 0o600)
+    try:
+        os.write(descriptor, os.urandom(SALT_BYTES).hex().encode("ascii"))
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+    try:
+        os.link(temporary, path)
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(temporary)
+
+
+def input_hash(value: object, salt: bytes = b"") -> str:
+    """The sha256 (hex) of `salt` and `value` as canonical JSON (sorted keys, no spaces,
+    ASCII): the same tool input gives the same hash whatever order its keys came in. Raises
+    ValueError or RecursionError for a value JSON cannot write back."""
     import json
 
     try:  # the builtin module: a quarter of hashlib's import time (its OpenSSL load)
@@ -182,7 +229,7 @@ def input_hash(value: object) -> str:
     except ImportError:  # Python 3.12 renamed it
         from hashlib import sha256
     text = json.dumps(value, sort_keys=True, separators=(",", ":"))
-    return str(sha256(text.encode("ascii")).hexdigest())
+    return str(sha256(salt + text.encode("ascii")).hexdigest())
 
 
 def append_event(state: Path, record: dict[str, object]) -> str | None:

@@ -64,6 +64,16 @@ def start(state_dir: Path, now: float) -> Run:
     return Run(now)
 
 
+def resume_or_start(state_dir: Path, now: float) -> tuple[Run, bool]:
+    """The active run, kept as it is (a restart of `agentwatch up` must not forget what the
+    run has spent: the budget would start again from $0), else a run started now; with True
+    when it was resumed."""
+    current = read(state_dir)
+    if current.active:
+        return current, True
+    return start(state_dir, now), False
+
+
 def stop(state_dir: Path) -> bool:
     """End the run; False when none was started."""
     try:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import requests
 
+from agentwatch.core import log as agentwatch_log
 from agentwatch.demo.claude_sessions import REAL_ROSTER, RealRole, RealSessions
 
 log = logging.getLogger("agentwatch.demo")
@@ -254,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         "--otel-listen", help="HOST:PORT of the otel sentinel the real sessions export to"
     )
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    agentwatch_log.setup("info")  # demo.log reads like every other component's log
     settings = Settings(
         args.claude_dir, args.tmux_socket, args.orchestrator_state, args.seconds_per_turn,
         args.burn_seconds, args.stall_after, args.agents, args.orchestrator_url, args.claude,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -14,6 +15,20 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 CLI = [sys.executable, "-m", "agentwatch.cli"]
+
+
+@contextlib.contextmanager
+def running_on(state: Path) -> Iterator[None]:
+    """Hold <state>/up.lock as a running `agentwatch up` does: `status` then reads the spool
+    as live (with nothing running it says "stopped")."""
+    from agentwatch.core import single
+
+    state.mkdir(parents=True, exist_ok=True)
+    lock = single.hold(state / "up.lock")
+    try:
+        yield
+    finally:
+        single.release(lock)
 
 
 @pytest.fixture

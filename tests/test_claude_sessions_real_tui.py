@@ -17,7 +17,7 @@ from agentwatch.demo.anthropic_api.script import parse
 from agentwatch.demo.anthropic_api.served import ServedLog
 from agentwatch.demo.anthropic_api.server import StandIn
 from tests.claude_cli import claude_command, environment, prepare_home
-from tests.conftest import run_cli, samples
+from tests.conftest import run_cli, running_on, samples
 from tests.real_screens import COLUMNS, ROWS, STARTUP, Tmux, wait_for
 from tests.test_claude_sessions_real_claude import install_into
 
@@ -65,7 +65,9 @@ def test_a_real_permission_prompt_in_tmux_is_waiting_for_permission(tmp_path: Pa
                 ran = run_cli("--config", str(config), "sentinel", name, "--once", *dirs)
                 assert ran.returncode == 0, ran.stderr
             found = samples((spool / "claude-sessions.prom").read_text())
-            status = json.loads(run_cli("--config", str(config), "status", "--json", *dirs).stdout)
+            with running_on(state):
+                shown = run_cli("--config", str(config), "status", "--json", *dirs)
+            status = json.loads(shown.stdout)
         finally:
             tmux.kill()
     labels = {"session": session, "project": "asking"}

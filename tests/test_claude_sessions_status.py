@@ -16,7 +16,7 @@ import yaml
 
 from agentwatch.grafana.build import PANE_STATES
 from tests.claude_spool import append, event
-from tests.conftest import run_cli
+from tests.conftest import run_cli, running_on
 from tests.dashboards import dashboard_queries
 from tests.test_idle_error import TmuxServer, program
 
@@ -58,7 +58,9 @@ def test_status_merges_hooks_and_panes_and_names_the_source(
         ran = run_cli("--config", str(config), "sentinel", name, "--once", *dirs, env=server.env)
         assert ran.returncode == 0, ran.stderr
 
-    ran = run_cli("--config", str(config), "status", "--json", *dirs)
+    with running_on(state):
+        ran = run_cli("--config", str(config), "status", "--json", *dirs)
+        text = run_cli("--config", str(config), "status", *dirs).stdout
     entry = next(item for item in json.loads(ran.stdout) if item["sentinel"] == "claude-sessions")
     rows = {row["session"]: (row["state"], row["source"], row["pane"]) for row in entry["sessions"]}
     assert rows == {
@@ -68,7 +70,6 @@ def test_status_merges_hooks_and_panes_and_names_the_source(
         "alone": ("api_error", "pane", rows["alone"][2]),
     }
 
-    text = run_cli("--config", str(config), "status", *dirs).stdout
     line = next(line for line in text.splitlines() if "s-headless" in line)
     assert "idle" in line and "(hooks)" in line and "headless" in line
 

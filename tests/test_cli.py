@@ -15,7 +15,7 @@ import yaml
 from agentwatch.cli import up
 from agentwatch.controller import policy, state
 from agentwatch.sentinels import registry
-from tests.conftest import CLI, free_port, local_config, run_cli, token_totals
+from tests.conftest import CLI, free_port, local_config, run_cli, running_on, token_totals
 
 
 @pytest.mark.parametrize(
@@ -102,14 +102,15 @@ def test_status_reads_the_spool(workdirs: dict[str, Path], tmp_path: Path) -> No
     config = tmp_path / "only-ledger.yaml"  # the other sentinels are not expected here
     others = [name for name in registry.sentinels() if name != "token-ledger"]
     config.write_text(yaml.safe_dump({"sentinels": {name: {"enabled": False} for name in others}}))
-    spool = ["--spool-dir", str(workdirs["spool"])]
-    down = run_cli("--config", str(config), "status", *spool)
+    spool = ["--spool-dir", str(workdirs["spool"]), "--state-dir", str(workdirs["state"])]
+    with running_on(workdirs["state"]):
+        down = run_cli("--config", str(config), "status", *spool)
     assert down.returncode == 1 and "token-ledger" in down.stdout and "missing" in down.stdout
     env = {"CLAUDE_CONFIG_DIR": str(workdirs["claude"])}
-    ran = run_cli("sentinel", "token-ledger", "--once", *spool,
-                  "--state-dir", str(workdirs["state"]), env=env)  # fmt: skip
+    ran = run_cli("sentinel", "token-ledger", "--once", *spool, env=env)
     assert ran.returncode == 0
-    up = run_cli("--config", str(config), "status", *spool, "--json")
+    with running_on(workdirs["state"]):  # the ledger has ended: read its file as live
+        up = run_cli("--config", str(config), "status", *spool, "--json")
     assert up.returncode == 0 and '"up": true' in up.stdout
 
 
@@ -203,8 +204,12 @@ def test_up_names_alert_states_as_alertmanager_does() -> None:
         alert("C", "suppressed", inhibited=True),
         alert("D", "unprocessed"),
     ]
+    # suppressed alerts are neither news nor acted on: not counted as firing
     assert up.alerts_line(alerts) == (
-        "alerts firing 4: A, B (suppressed: silenced), C (suppressed: inhibited), D (unprocessed)"
+        "alerts firing 2: A, D (unprocessed); suppressed 2: B (silenced), C (inhibited)"
+    )
+    assert up.alerts_line([alert("C", "suppressed", inhibited=True)]) == (
+        "alerts firing 0; suppressed 1: C (inhibited)"
     )
     assert up.alerts_line(None) == "alerts: Alertmanager not answering yet"
 
@@ -224,6 +229,14 @@ def test_status_shows_the_decision_of_up_demo_and_its_reasons(tmp_path: Path) ->
         tmp_path / "state" / "demo" / "controller.json",
         state.document(public, state.Memory(decided)),
     )
-    shown = run_cli("status", "--state-dir", str(tmp_path / "state"), "--spool-dir", str(tmp_path))
+    with running_on(tmp_path / "state"):
+        shown = run_cli("status", "--state-dir", str(tmp_path / "state"), "--spool-dir",
+                        str(tmp_path))  # fmt: skip
     assert "because: AgentwatchHostLoadHigh (pause)" in shown.stdout, shown.stdout
     assert "updated 0s ago" in shown.stdout and "-0s" not in shown.stdout
+
+
+def test_up_help_says_the_demo_runs_the_real_claude_code() -> None:
+    shown = " ".join(run_cli("up", "--help").stdout.split())
+    assert "the real Claude Code when it is installed" in shown
+    assert "runs simulated Claude Code sessions" not in shown

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.conftest import CLI, free_port, run_cli, samples
+from tests.conftest import CLI, free_port, run_cli, running_on, samples
 
 ALERTMANAGER = shutil.which("prometheus-alertmanager") or "/usr/bin/prometheus-alertmanager"
 PROMTOOL = shutil.which("promtool")
@@ -143,12 +143,13 @@ def test_single_alertmanager_state_follows_and_ack_silences(
     assert series[("agentwatch_controller_decisions_total", (("reason", "resume"),))] == 1
     assert series[("agentwatch_controller_decisions_total", (("reason", "shrink"),))] == 1
 
-    status = run_cli("--config", str(config), "status", "--spool-dir", str(spool), env=env)
+    with running_on(Path(env["XDG_STATE_HOME"]) / "agentwatch"):
+        status = run_cli("--config", str(config), "status", "--spool-dir", str(spool), env=env)
+        status_json = run_cli("--config", str(config), "status", "--spool-dir", str(spool),
+                              "--json", env=env)  # fmt: skip
     assert (
         "may run now: 3" in status.stdout and "AgentwatchErrorRatioHigh (shrink)" in status.stdout
     )
-    status_json = run_cli("--config", str(config), "status", "--spool-dir", str(spool),
-                          "--json", env=env)  # fmt: skip
     items = json.loads(status_json.stdout)
     controller = next(item for item in items if item["sentinel"] == "controller")
     assert controller["up"] and controller["decision"]["max_agents"] == 3

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import resource
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -49,10 +50,14 @@ def events(state: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def digest(name: str) -> str:
-    """The hash the hook writes of a fixture's tool input (canonical JSON, sha256)."""
+def digest(name: str, salt: bytes) -> str:
+    """The hash the hook writes of a fixture's tool input (the install's salt, then the
+    canonical JSON; sha256)."""
     text = json.dumps(fixture(name)["tool_input"], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(salt + text.encode()).hexdigest()
+
+
+SALT = b"s" * claude_events.SALT_BYTES
 
 
 INPUT = claude_events.INPUT_HASH
@@ -63,7 +68,7 @@ EXPECTED = {  # fixture -> the line's fields besides v, t, s, pane
         "e": "PreToolUse",
         "p": "cap-project",
         "tool": "Bash",
-        INPUT: digest("PreToolUse"),
+        INPUT: "PreToolUse",  # digest(name, the state's salt)
     },
     "PostToolUse": {"e": "PostToolUse", "p": "cap-project", "tool": "Bash", "ok": True},
     "PostToolUseFailure": {"e": "PostToolUse", "p": "cap-project", "tool": "Bash", "ok": False},
@@ -71,7 +76,7 @@ EXPECTED = {  # fixture -> the line's fields besides v, t, s, pane
         "e": "PreToolUse",
         "p": "cap-project",
         "tool": "Agent",
-        INPUT: digest("PreToolUse-Agent"),
+        INPUT: "PreToolUse-Agent",
     },
     "PermissionRequest": {"e": "PermissionRequest", "p": "tui-project", "tool": "Bash"},
     "Notification": {"e": "Notification", "p": "tui-project", "kind": "permission_prompt"},
@@ -90,10 +95,15 @@ def test_each_recorded_event_gives_its_line_and_no_payload_text(tmp_path: Path) 
         call(state, (FIXTURES / f"{name}.json").read_bytes(), {"TMUX_PANE": ""})
     lines = events(state)
     assert len(lines) == len(EXPECTED)
+    salt = claude_events.salt(state)
+    assert salt is not None
     for name, line in zip(EXPECTED, lines, strict=True):
         assert line.pop("v") == 1 and line.pop("s") == fixture(name)["session_id"]
         assert isinstance(line.pop("t"), float) and line.pop("pane") == ""
-        assert line == EXPECTED[name], name
+        want = dict(EXPECTED[name])
+        if INPUT in want:
+            want[INPUT] = digest(str(want[INPUT]), salt)
+        assert line == want, name
     everything = b"".join(p.read_bytes() for p in state.rglob("*") if p.is_file())
     fed = "".join((FIXTURES / f"{name}.json").read_text() for name in EXPECTED)
     for secret in PLANTED:
@@ -385,16 +395,35 @@ def test_the_full_command_line_knows_both_commands(tmp_path: Path) -> None:
 
 def test_only_the_tool_inputs_hash_is_kept_and_key_order_does_not_change_it() -> None:
     payload = fixture("PreToolUse")
-    line = hook.record(payload, 1.0, "")
+    line = hook.record(payload, 1.0, "", SALT)
     reordered = dict(payload, tool_input=dict(reversed(list(payload["tool_input"].items()))))
-    assert hook.record(reordered, 2.0, "")[INPUT] == line[INPUT] == digest("PreToolUse")
+    assert hook.record(reordered, 2.0, "", SALT)[INPUT] == line[INPUT] == digest("PreToolUse", SALT)
     changed = dict(payload, tool_input={**payload["tool_input"], "command": "echo other"})
-    assert hook.record(changed, 3.0, "")[INPUT] != line[INPUT]
-    assert INPUT not in hook.record(fixture("PostToolUse"), 4.0, "")  # PreToolUse only
+    assert hook.record(changed, 3.0, "", SALT)[INPUT] != line[INPUT]
+    assert INPUT not in hook.record(fixture("PostToolUse"), 4.0, "", SALT)  # PreToolUse only
+    assert INPUT not in hook.record(payload, 5.0, "")  # no salt: no hash (it could be reversed)
     del payload["tool_input"]
-    assert INPUT not in hook.record(payload, 6.0, "")
+    assert INPUT not in hook.record(payload, 6.0, "", SALT)
     deep: list[object] = []
     for _ in range(100_000):  # an input JSON cannot write back: the event stays, unhashed
         deep = [deep]
-    kept = hook.record(dict(payload, tool_input=deep), 7.0, "")
+    kept = hook.record(dict(payload, tool_input=deep), 7.0, "", SALT)
     assert kept["e"] == "PreToolUse" and INPUT not in kept
+
+
+def test_the_hash_is_salted_per_install(tmp_path: Path) -> None:
+    """An unsalted sha256 of a short input (`ls`) is found again by hashing candidates: each
+    install hashes with its own secret salt, a 0600 file made on first use."""
+    payload = (FIXTURES / "PreToolUse.json").read_bytes()
+    hashes = []
+    for name in ("one", "two"):
+        state = tmp_path / name
+        call(state, payload)
+        salt_file = claude_events.events_dir(state) / claude_events.SALT
+        assert stat.S_IMODE(salt_file.stat().st_mode) == 0o600
+        assert len(salt_file.read_bytes()) == 2 * claude_events.SALT_BYTES
+        hashes.append(events(state)[0][INPUT])
+    unsalted = claude_events.input_hash(fixture("PreToolUse")["tool_input"])
+    assert len(set(hashes)) == 2 and unsalted not in hashes
+    call(tmp_path / "one", payload)  # the salt stays: a repeat still hashes the same
+    assert events(tmp_path / "one")[1][INPUT] == hashes[0]

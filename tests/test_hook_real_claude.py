@@ -96,7 +96,9 @@ def test_a_real_headless_session_leaves_its_events_and_no_secret(tmp_path: Path)
     # of each tool input only its hash: the canonical JSON of what the model asked for
     inputs = [step["tool_use"]["input"] for step in SCRIPT["sessions"][0]["steps"][:2]]
     hashes = [line[claude_events.INPUT_HASH] for line in lines if line["e"] == "PreToolUse"]
-    assert hashes == [claude_events.input_hash(given) for given in inputs]
+    salt = claude_events.salt(state)
+    assert salt is not None
+    assert hashes == [claude_events.input_hash(given, salt) for given in inputs]
     assert claude_events.read_counters(state) == {}
     transcripts = b"".join(p.read_bytes() for p in (home / ".claude").rglob("*.jsonl"))
     stored = b"".join(p.read_bytes() for p in state.rglob("*") if p.is_file())

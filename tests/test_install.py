@@ -265,3 +265,32 @@ def test_console_script_or_module_command() -> None:
         "-m",
         "agentwatch.cli",
     )
+
+
+def test_installed_comments_say_what_the_templates_say(
+    layout: dict[str, Path], sources: Path
+) -> None:
+    """Paths are put in place outside comments only: a comment naming the shipped template's
+    path or placeholder is not garbled into "which replaces /…/bin/agentwatch with …"."""
+    assert cli.main(["install"]) == 0
+    pairs = [(layout["units"] / path.name, path)
+             for path in assets.systemd_dir().glob("agentwatch*.*")]  # fmt: skip
+    pairs += [(layout["data"] / "grafana" / "provisioning" / path.parent.name / path.name, path)
+              for path in (assets.grafana_dir() / "provisioning").glob("*/*.yml")]  # fmt: skip
+    checked = 0
+    for installed, template in pairs:
+        if not installed.is_file():  # a unit left out: its binary is missing here
+            continue
+
+        def comments(path: Path) -> list[str]:
+            return [line for line in path.read_text().splitlines() if line.startswith("#")]
+
+        assert comments(installed) == comments(template), installed.name
+        checked += 1
+    assert checked >= 6
+    command = " ".join(install.agentwatch_command())
+    for installed, _ in pairs:
+        if installed.is_file():
+            assert command not in "".join(
+                line for line in installed.read_text().splitlines() if line.startswith("#")
+            )

@@ -26,3 +26,21 @@ def test_failure_gate_logs_state_changes_not_attempts(caplog: pytest.LogCaptureF
         "input X recovered after 25 failed attempts",
     ]
     assert not gate.failing
+
+
+def test_one_log_format_everywhere() -> None:
+    """Every component logs through core/log.py's format (demo.log included): no module sets
+    up a format of its own."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    own = []
+    for path in sorted(root.glob("[a-z]*/**/*.py")):
+        if path.parts[len(root.parts)] in ("tests", "build", "bench") or ".venv" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("basicConfig", "Formatter")):  # fmt: skip
+                own.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert own == ["core/log.py:13"]

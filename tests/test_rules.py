@@ -142,8 +142,8 @@ MUTATIONS = [
     ("alerts-spend.rules.yml", "> 2 * (\n", "> 1 * (\n", "burn_baseline_test.yml"),
     (
         "alerts-spend.rules.yml",
-        "(agentwatch_budget_limit_usd) > 0)",
-        "(agentwatch_budget_limit_usd) >= 0)",
+        "(agentwatch_budget_limit_usd) > 0)\n          >= 0.95",  # the critical alert's guard
+        "(agentwatch_budget_limit_usd) >= 0)\n          >= 0.95",
         "quota_budget_test.yml",
     ),
     (
@@ -197,8 +197,8 @@ MUTATIONS = [
     # A budget merged over every controller instance.
     (
         "alerts-spend.rules.yml",
-        "max by (job, instance) (agentwatch_budget_limit_usd) > 0)",
-        "max by (job) (agentwatch_budget_limit_usd) > 0)",
+        "max by (job, instance) (agentwatch_budget_limit_usd) > 0)\n          >= 0.95",
+        "max by (job) (agentwatch_budget_limit_usd) > 0)\n          >= 0.95",
         "multihost_test.yml",
     ),
 ]

@@ -20,7 +20,7 @@ import yaml
 import agentwatch.rules
 import agentwatch.sentinels
 from agentwatch.sentinels import registry
-from tests.conftest import free_port, local_config, run_cli
+from tests.conftest import free_port, local_config, run_cli, running_on
 from tests.test_metrics_doc import DOC, declaration_problems, undocumented
 
 NAME = "throwaway-probe"
@@ -143,7 +143,8 @@ def test_a_new_sentinel_package_is_found_everywhere(throwaway: None, tmp_path: P
     assert time.monotonic() - started < 40
     assert f'{METRIC}{{answer="42"}}' in (spool / f"{NAME}.prom").read_text()
 
-    status = run_cli("--config", str(config), "status", *dirs)
+    with running_on(tmp_path / "state"):  # `up` has ended: read its files as live
+        status = run_cli("--config", str(config), "status", *dirs)
     assert "throwaway-probe      up" in status.stdout, status.stdout
 
     assert declaration_problems(spool, [NAME]) == []
