@@ -13,6 +13,7 @@ import socket
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from agentwatch.core import __version__
 from agentwatch.exporter.overview import TOKEN_TYPES, Overview, Quota, Session
@@ -135,7 +136,7 @@ def _header(view: Overview, host: str) -> str:
     for name, url, reading in links:
         dot = _dot(reading)
         if url:
-            items.append(f'<a href="{e(url)}">{dot}{e(name)}</a>')
+            items.append(f'<a href="{e(without_credentials(url))}">{dot}{e(name)}</a>')
         else:
             items.append(f'<span class="dim">{dot}{e(name)}: not configured</span>')
     items += ['<a href="/metrics">/metrics</a>', '<a href="/healthz">/healthz</a>']
@@ -576,3 +577,14 @@ def _sentinels(view: Overview) -> str:
     return _section(
         "sentinels", "Sentinels", _table(["sentinel", "state", "last write", "error"], rows)
     )
+
+
+def without_credentials(url: str) -> str:
+    """The link to a part of the stack, never with the user and password the exporter reads
+    it with (`controller.alertmanagers` may hold `http://user:pass@host`)."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc.rpartition("@")[2]
+        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    except ValueError:
+        return ""

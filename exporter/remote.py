@@ -9,6 +9,7 @@ seconds) and starts with the first page.
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import logging
@@ -19,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import unquote, urlencode, urlsplit
 
 log = logging.getLogger("agentwatch.exporter")
 
@@ -82,8 +83,12 @@ def get(url: str, timeout: float = TIMEOUT) -> bytes:
     kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     connection = kind(parts.hostname, parts.port, timeout=timeout)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    headers = {"Accept": "application/json"}
+    if parts.username is not None:  # http://user:pass@host, as the controller accepts it
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+        headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
     try:
-        connection.request("GET", path, headers={"Accept": "application/json"})
+        connection.request("GET", path, headers=headers)
         response = connection.getresponse()
         body = response.read(MAX_BODY + 1)
     except TimeoutError as err:

@@ -161,3 +161,40 @@ def test_a_fresh_machine_gets_a_page_that_says_what_is_missing(tmp_path: Path) -
     assert "No recent session" in page and "Alertmanager: not read yet" in page
     assert "Controller /throttle: not read yet" in page
     assert ">missing<" in page  # the expected sentinel, never written
+
+
+def test_an_alertmanager_behind_basic_auth_is_read_with_it_and_linked_without() -> None:
+    """`controller.alertmanagers` may be `http://user:pass@host`: the background read sends
+    the pair as basic auth, and the page's link never shows it."""
+    import http.server
+
+    from agentwatch.exporter.overview_html import without_credentials
+    from agentwatch.exporter.remote import get
+
+    seen: list[str | None] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Authorization"))
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"[]")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        assert get(f"http://aw:p%40ss@127.0.0.1:{port}/api/v2/alerts") == b"[]"
+        assert get(f"http://127.0.0.1:{port}/api/v2/alerts") == b"[]"
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert seen == ["Basic YXc6cEBzcw==", None]  # base64 of "aw:p@ss"
+    assert without_credentials("http://aw:secret@127.0.0.1:9093/x") == "http://127.0.0.1:9093/x"
+    remote = Remote(endpoints=Endpoints(alertmanager="http://aw:secret@127.0.0.1:9093"))
+    page = render(build([], [], remote, 1_800_000_000)).decode()
+    assert "secret" not in page and 'href="http://127.0.0.1:9093"' in page

@@ -457,18 +457,21 @@ def test_the_budget_alerts_escalate_on_the_overspending_day_only(
     backtest: tuple[list[Firing], int],
 ) -> None:
     """$6/h from 08:00 against $50: 80 % at 14:40, 95 % at 15:55, 100 % at 16:20 (+1 min
-    `for`), all over when the day's spend restarts at midnight. $3/h days reach 60 %."""
+    `for`). The warning is the 80 to 95 % band only, so it ends when the critical begins; the
+    critical and the exhausted alert last until the day's spend restarts at midnight. $3/h
+    days reach 60 %."""
     firings, _ = backtest
     midnight = at(BUDGET_DAY + 1, 0) - MINUTE
-    for alert, minute in (
-        ("AgentwatchBudgetWarning", 14 * 60 + 40),
-        ("AgentwatchBudgetCritical", 15 * 60 + 55),
-        ("AgentwatchBudgetExhausted", 16 * 60 + 20),
+    critical = at(BUDGET_DAY, 0, 15 * 60 + 55)
+    for alert, minute, end in (
+        ("AgentwatchBudgetWarning", 14 * 60 + 40, critical - MINUTE),
+        ("AgentwatchBudgetCritical", 15 * 60 + 55, midnight),
+        ("AgentwatchBudgetExhausted", 16 * 60 + 20, midnight),
     ):
         [firing] = only(firings, lambda f, a=alert: f.alert == a)
         assert firing.labels == {"period": "day"}
         assert near(firing.start, at(BUDGET_DAY, 0, minute)), firing
-        assert near(firing.end, midnight), firing
+        assert near(firing.end, end), firing
 
 
 def test_the_wedged_run_the_filling_disk_and_the_deadline_alert(
