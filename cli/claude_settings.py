@@ -31,21 +31,74 @@ class SettingsError(Exception):
     """A settings file install will not touch; the message is one line and says why."""
 
 
+# The variables that make Claude Code export its telemetry to the otel sentinel. They go into
+# settings.json's `env`, which Claude Code applies itself: an orchestrator that filters the
+# environment of the sessions it starts does not filter them out.
+ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
+# A user's own collector shows in any of these; then none of ours is written.
+ENDPOINTS = (ENDPOINT, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT")
+
+
+def telemetry(listen: str) -> dict[str, str]:
+    """The variables for a receiver listening on `listen` (HOST:PORT)."""
+    return {
+        "CLAUDE_CODE_ENABLE_TELEMETRY": "1",
+        "OTEL_METRICS_EXPORTER": "otlp",
+        "OTEL_LOGS_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+        ENDPOINT: f"http://{listen}",
+    }
+
+
 @dataclass(frozen=True)
 class Commands:
     """The shell commands Claude Code runs for agentwatch (it runs them through a shell,
-    so each word is quoted)."""
+    so each word is quoted), and the telemetry variables install sets (none: not set)."""
 
     hook: str
     statusline: str
+    telemetry: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def build(cls, agentwatch: Sequence[str], state_dir: Path | None) -> Commands:
+    def build(
+        cls, agentwatch: Sequence[str], state_dir: Path | None, otel_listen: str | None = None
+    ) -> Commands:
         extra = ["--state-dir", str(state_dir)] if state_dir is not None else []
+        variables = telemetry(otel_listen) if otel_listen else {}
         return cls(
             hook=shlex.join([*agentwatch, "hook", *extra]),
             statusline=shlex.join([*agentwatch, "statusline", *extra]),
+            telemetry=tuple(variables.items()),
         )
+
+
+def foreign_endpoint(
+    document: dict[str, Any], commands: Commands, environ: dict[str, str]
+) -> str | None:
+    """`NAME=value` of a telemetry setting of the user's: an OTLP endpoint that is not ours
+    (in settings.json's env, or in the environment install runs in), or one of our variables
+    set to another value in settings.json (telemetry turned off on purpose, another exporter);
+    None when there is none."""
+    ours = dict(commands.telemetry)
+    env = document.get("env") or {}
+    for key in ENDPOINTS:
+        value = env.get(key, environ.get(key))
+        if value and value != ours.get(key):
+            return f"{key}={value}"
+    for key, value in ours.items():
+        if key in env and env[key] != value:
+            return f"{key}={env[key]}"
+    return None
+
+
+def both_hint(found: str, commands: Commands) -> str:
+    endpoint = dict(commands.telemetry).get(ENDPOINT, "")
+    return (
+        f"your settings already configure Claude Code's telemetry ({found}): left as they are, "
+        "no telemetry variable added. To send to agentwatch as well, add an otlphttp exporter "
+        f"with endpoint {endpoint} to your collector's metrics and logs pipelines (or set "
+        "the variables of docs/otel.md yourself)."
+    )
 
 
 def default_path(env: dict[str, str] | None = None) -> Path:
@@ -101,6 +154,9 @@ def check(path: Path, document: Any) -> None:
     line = document.get("statusLine")
     if line is not None and not isinstance(line, dict):
         raise SettingsError(f"{path}: 'statusLine' is not an object")
+    env = document.get("env")
+    if env is not None and not isinstance(env, dict):
+        raise SettingsError(f"{path}: 'env' is not an object")
 
 
 # Claude Code 2.1.328 gives the SessionEnd hooks 1.5 s in all unless a hook sets `timeout`
@@ -146,10 +202,22 @@ def statusline_is_ours(document: dict[str, Any], known: Collection[str]) -> bool
     return isinstance(line, dict) and line.get("command") in known
 
 
-def merged(document: dict[str, Any], commands: Commands, known: Collection[str]) -> dict[str, Any]:
-    """The document with agentwatch's hooks and statusLine: our group kept where it is when it
-    is already there, older agentwatch groups (`known`) replaced, the user's untouched."""
+def merged(
+    document: dict[str, Any],
+    commands: Commands,
+    known: Collection[str],
+    environ: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The document with agentwatch's hooks, statusLine and telemetry variables: our group kept
+    where it is when it is already there, older agentwatch groups (`known`) replaced, the
+    user's untouched; a variable the user set is never replaced, and with an OTLP endpoint of
+    their own (`foreign_endpoint`) none is added."""
     result = copy.deepcopy(document)
+    environ = dict(os.environ) if environ is None else environ
+    if commands.telemetry and foreign_endpoint(document, commands, environ) is None:
+        env = result.setdefault("env", {})
+        for key, value in commands.telemetry:
+            env.setdefault(key, value)
     hooks = result.setdefault("hooks", {})
     for event in claude_events.HOOK_EVENTS:
         ours = group(commands.hook, event)
@@ -170,9 +238,10 @@ def merged(document: dict[str, Any], commands: Commands, known: Collection[str])
 def added_keys(document: dict[str, Any]) -> list[str]:
     """What `merged` adds besides groups: the events (and "hooks" itself) the user had not."""
     hooks = document.get("hooks")
+    env = [] if "env" in document else ["env"]
     if hooks is None:
-        return ["hooks", *claude_events.HOOK_EVENTS]
-    return [event for event in claude_events.HOOK_EVENTS if event not in hooks]
+        return ["hooks", *claude_events.HOOK_EVENTS, *env]
+    return [event for event in claude_events.HOOK_EVENTS if event not in hooks] + env
 
 
 def stripped(
@@ -180,11 +249,20 @@ def stripped(
     known: Collection[str],
     previous: dict[str, Any] | None,
     added: Collection[str] | None = None,
+    variables: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The document without agentwatch's entries: our groups removed, an event list or the
     `hooks` object left empty by that removed too when install added it (`added`; None: any),
-    our statusLine replaced by `previous` (the user's, or none)."""
+    our statusLine replaced by `previous` (the user's, or none), the telemetry `variables` we
+    wrote removed where they still hold our value (and `env` with them when we added it)."""
     result = copy.deepcopy(document)
+    env = result.get("env")
+    if isinstance(env, dict) and variables:
+        for key, value in variables.items():
+            if env.get(key) == value:
+                del env[key]
+        if not env and len(env) != len(document["env"]) and (added is None or "env" in added):
+            del result["env"]
     hooks = result.get("hooks")
     if isinstance(hooks, dict):
         for event in list(hooks):
@@ -208,8 +286,23 @@ def stripped(
     return result
 
 
-def has_ours(document: dict[str, Any], known: Collection[str]) -> bool:
-    return stripped(document, known, None) != document
+def has_ours(
+    document: dict[str, Any], known: Collection[str], variables: dict[str, str] | None = None
+) -> bool:
+    return stripped(document, known, None, None, variables) != document
+
+
+def written_variables(
+    before: dict[str, Any], after: dict[str, Any], commands: Commands, recorded: dict[str, str]
+) -> dict[str, str]:
+    """The telemetry variables that are agentwatch's after install: the ones it adds now, and
+    the ones an earlier install wrote that still hold that value."""
+    old, new = before.get("env") or {}, after.get("env") or {}
+    return {
+        key: value
+        for key, value in commands.telemetry
+        if new.get(key) == value and (key not in old or recorded.get(key) == value)
+    }
 
 
 def render(document: dict[str, Any]) -> bytes:

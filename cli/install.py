@@ -344,7 +344,9 @@ def claude_commands(cfg: config.Config, target: Target) -> cs.Commands:
     state dir is not the one they find by default."""
     state = cfg.state_dir.expanduser().absolute()
     default = paths.default_state_dir().absolute()
-    return cs.Commands.build(target.command, state if state != default else None)
+    otel = cfg.sentinel("otel")
+    listen = otel["listen"] if otel["enabled"] else None
+    return cs.Commands.build(target.command, state if state != default else None, listen)
 
 
 def install(cfg: config.Config, target: Target, dry_run: bool, force: bool) -> int:

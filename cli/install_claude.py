@@ -43,6 +43,7 @@ class Step:
     drop_chain: bool
     record: dict[str, Any]
     keep_backup: bool = False  # the backup already holds the user's file from before agentwatch
+    note: str | None = None  # said after the change (a telemetry endpoint of the user's)
 
     @property
     def real(self) -> Path:
@@ -76,13 +77,18 @@ def plan(
     record = record or {}
     before, document = cs.read(path)
     known = set(record.get("commands", [])) | {commands.hook, commands.statusline}
-    after_doc = cs.merged(document, commands, known)
+    environ = dict(os.environ)
+    after_doc = cs.merged(document, commands, known, environ)
     previous, chain, drop_chain = _statusline_change(path, document, known, record, owners)
     after = None if after_doc == document else cs.render(after_doc)
     # what we last wrote: a file the user edited since stays theirs (no byte restore over it)
     written = digest(after) if after is not None else record.get("written")
-    added = record.get("added") if cs.has_ours(document, known) else cs.added_keys(document)
+    recorded_env = record.get("env") or {}
+    ours = cs.has_ours(document, known, recorded_env)
+    added = record.get("added") if ours else cs.added_keys(document)
+    foreign = cs.foreign_endpoint(document, commands, environ) if commands.telemetry else None
     new_record = {
+        "env": cs.written_variables(document, after_doc, commands, recorded_env),
         "written": written,
         "added": added,
         "commands": sorted(set(record.get("commands", [])) | {commands.hook, commands.statusline}),
@@ -96,7 +102,10 @@ def plan(
         and record.get("written") == digest(before)
         and cs.backup_path(Path(os.path.realpath(path))).is_file()
     )
-    return Step(path, before, after, file_mode(path), chain, drop_chain, new_record, keep_backup)
+    note = cs.both_hint(foreign, commands) if foreign else None
+    return Step(
+        path, before, after, file_mode(path), chain, drop_chain, new_record, keep_backup, note
+    )
 
 
 def _statusline_change(
@@ -141,7 +150,7 @@ def apply(step: Step, dry_run: bool) -> None:
             if not dry_run:
                 write_atomic(backup, step.before, step.mode)
         action = "update" if step.before is not None else "create"
-        print(f"  {verb}{action:<8}{step.path} (Claude Code hooks and statusLine)")
+        print(f"  {verb}{action:<8}{step.path} (Claude Code hooks, statusLine, telemetry env)")
         if dry_run:
             print(cs.diff(step.path, step.before, step.after), end="")
         else:
@@ -154,6 +163,8 @@ def apply(step: Step, dry_run: bool) -> None:
         print(f"  {verb}{'remove':<8}{chain} (no statusLine of yours to chain)")
         if not dry_run:
             chain.unlink()
+    if step.note:
+        print(f"  note: {step.note}")
 
 
 def uninstall(
@@ -169,6 +180,8 @@ def uninstall(
     backup = cs.backup_path(real)
     chain = cs.chain_path()
     owns_chain = bool(record.get("chain")) or not record
+    # the variables install wrote; without a record, ours are those holding our exact values
+    variables = record.get("env") if record else dict(commands.telemetry)
     if before is not None:
         unchanged = record.get("written") == digest(before)
         original = _clean_backup(backup, known) if unchanged else None
@@ -181,18 +194,18 @@ def uninstall(
             if not dry_run:
                 write_atomic(real, original, file_mode(real))
                 backup.unlink()
-        elif cs.has_ours(document, known):
+        elif cs.has_ours(document, known, variables):
             previous = record.get("previous_statusline")
             if previous is None and owns_chain:
                 chained = read_chain(chain)
                 previous = cs.statusline(chained["command"]) if chained else None
-            result = cs.stripped(document, known, previous, record.get("added"))
+            result = cs.stripped(document, known, previous, record.get("added"), variables)
             if record.get("created") and result == {}:
                 print(f"  {verb}remove  {path} (created by install; nothing of yours left)")
                 if not dry_run:
                     real.unlink()
             else:
-                print(f"  {verb}edit    {path} (agentwatch's hooks and statusLine removed)")
+                print(f"  {verb}edit    {path} (agentwatch's hooks, statusLine, env removed)")
                 if dry_run:
                     print(cs.diff(path, before, cs.render(result)), end="")
                 else:

@@ -1,8 +1,9 @@
 """What the budget guard counts as spent: the ledger's spend, or the orchestrator's, the larger.
 
 The token ledger prices every message it sees and publishes `agentwatch_spend_usd{period}` in
-its spool file, and the agent ledger the same for the other agent CLIs: their sum is what the
-agents spent, so the guard works without any orchestrator. The period is configured
+its spool file, the agent ledger the same for the other agent CLIs, and the otel sentinel for
+Claude Code sessions that write no transcript: their sum is what the agents spent (each
+session once), so the guard works without any orchestrator. The period is configured
 (`controller.budget_period`); `auto` counts the run started with `agentwatch run-budget start`
 while one is active, else the local day. When an orchestrator reports its run's spend, the
 larger of the two counts (either may miss spend the other sees). A missing or unusable ledger
@@ -24,6 +25,7 @@ log = logging.getLogger("agentwatch.controller")
 
 LEDGER = "token-ledger"  # the sentinel whose spool file says what Claude Code spent
 AGENT_LEDGER = "agent-ledger"  # ...and what the other agent CLIs spent (optional)
+OTEL = "otel"  # ...and Claude Code sessions that wrote no transcript (optional; never twice)
 SPEND_METRIC = "agentwatch_spend_usd"
 PERIODS = ("day", "week", "month", "run")
 ORCHESTRATOR = "orchestrator"  # the period label when only the orchestrator knows the spend
@@ -63,10 +65,12 @@ class SpendReader:
     def __init__(self, spool_dir: Path, state_dir: Path, period: str):
         self.path = spool_path(spool_dir, LEDGER)
         self.agents_path = spool_path(spool_dir, AGENT_LEDGER)
+        self.otel_path = spool_path(spool_dir, OTEL)
         self.state_dir = state_dir
         self.period = period
         self.gate = FailureGate(log, f"ledger spend from {self.path}")
         self.agents_gate = FailureGate(log, f"agent ledger spend from {self.agents_path}")
+        self.otel_gate = FailureGate(log, f"no-transcript spend from {self.otel_path}")
         self.run_gate = FailureGate(log, f"run-budget file in {state_dir}")
 
     def current_period(self) -> str:
@@ -78,14 +82,17 @@ class SpendReader:
         return resolve_period(self.period, run)
 
     def _ledger(self, period: str, guarding: bool) -> float | None:
-        """Claude Code's spend plus the other agents' (when the agent ledger runs)."""
+        """Claude Code's spend plus the other agents' (when the agent ledger runs) plus Claude
+        Code sessions without a transcript (when the otel sentinel counted any: it writes only
+        the sessions the ledger cannot see, so nothing counts twice)."""
         # Without a cap, no ledger file (disabled, not started yet) is no news; the agent
         # ledger's file is missing wherever no other agent CLI is installed.
         claude = self._spend_in(self.path, period, self.gate, required=True, guarding=guarding)
         others = self._spend_in(self.agents_path, period, self.agents_gate, required=False)
-        if claude is None and others is None:
+        headless = self._spend_in(self.otel_path, period, self.otel_gate, required=False)
+        if claude is None and others is None and headless is None:
             return None
-        return (claude or 0.0) + (others or 0.0)
+        return (claude or 0.0) + (others or 0.0) + (headless or 0.0)
 
     def _spend_in(
         self, path: Path, period: str, gate: FailureGate, *, required: bool, guarding: bool = False

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from agentwatch.core import bounded
@@ -70,3 +71,14 @@ def stop(state_dir: Path) -> bool:
     except FileNotFoundError:
         return False
     return True
+
+
+def period_starts(now: float) -> dict[str, float]:
+    """Unix times of the current local day's, ISO week's and month's first instant (the
+    zone is the process's: TZ or /etc/localtime)."""
+    midnight = datetime.fromtimestamp(now).replace(hour=0, minute=0, second=0, microsecond=0)
+    return {
+        "day": midnight.timestamp(),
+        "week": (midnight - timedelta(days=midnight.weekday())).timestamp(),
+        "month": midnight.replace(day=1).timestamp(),
+    }

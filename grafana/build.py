@@ -1257,6 +1257,61 @@ def claude_sessions_panels() -> list[Panel]:
     ]
 
 
+def otel_panels() -> list[Panel]:
+    """Claude Code's own telemetry (the otel sentinel): latency, errors, tools, reconciliation."""
+
+    def p95(metric: str) -> Query:
+        buckets = rate(metric + "_bucket", by="model, le")
+        return target(f"histogram_quantile(0.95, {buckets})", "{{model}} p95")
+
+    return [
+        timeseries(
+            "API duration p95 by model (OTel)",
+            "The 95th percentile of API request durations by model, from Claude Code's own "
+            "api_request and api_error events (every session with telemetry on, headless too).",
+            p95("agentwatch_otel_api_duration_seconds"),
+            "s",
+        ),
+        timeseries(
+            "Time to first token p95 by model (OTel)",
+            "The 95th percentile of the time until the first token of each API response.",
+            p95("agentwatch_otel_api_ttft_seconds"),
+            "s",
+        ),
+        timeseries(
+            "API errors by status code (OTel)",
+            "API errors per hour by HTTP status code (429 rate limited, 529 overloaded), as "
+            "Claude Code reports them; headless sessions included.",
+            hourly("agentwatch_otel_api_errors_total", by="status_code"),
+            bars=True,
+            w=8,
+        ),
+        timeseries(
+            "Tool results by tool (OTel)",
+            "Tool runs per hour by tool and success, from Claude Code's tool_result events.",
+            hourly("agentwatch_otel_tool_results_total", by="tool, success"),
+            bars=True,
+            w=8,
+        ),
+        timeseries(
+            "Sessions by transcript (OTel)",
+            "Sessions the OTel receiver tracks: with a transcript (counted by the token ledger), "
+            "without one (headless, --no-session-persistence: counted from OTel with "
+            'source="otel"), and not classified yet.',
+            level("agentwatch_otel_sessions", by="state", how="sum"),
+            w=8,
+        ),
+        timeseries(
+            "OTel and ledger disagreement by session",
+            "Per session with a transcript: how far Claude Code's own token count and the token "
+            "ledger's are apart (0 = they agree; above 5 % for 15 minutes alerts).",
+            level("agentwatch_otel_ledger_disagreement_ratio", by="session"),
+            "percentunit",
+            w=24,
+        ),
+    ]
+
+
 def sessions() -> Dashboard:
     tokens = ("agentwatch_session_tokens_total", PROJECT, FRESH)
     cost = ("agentwatch_session_cost_usd_total", PROJECT)
@@ -1394,6 +1449,8 @@ def sessions() -> Dashboard:
             *panes,
             Row("Claude Code sessions (hooks)"),
             *claude_sessions_panels(),
+            Row("Claude Code telemetry (OTel)"),
+            *otel_panels(),
         ],
     )
 

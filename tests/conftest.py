@@ -97,6 +97,7 @@ def local_config(tmp_path: Path, extra: dict | None = None) -> Path:
             for name in ("prometheus_listen", "alertmanager_listen", "webhook_listen")
         },
         "demo": {"orchestrator_listen": f"127.0.0.1:{free_port()}"},
+        "sentinels": {"otel": {"listen": f"127.0.0.1:{free_port()}"}},
     }
     for section, settings in (extra or {}).items():
         if isinstance(settings, dict) and isinstance(values.get(section), dict):

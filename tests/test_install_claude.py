@@ -111,7 +111,14 @@ def test_round_trip_gives_back_the_users_file_byte_for_byte(
         "type": "command",
         "command": statusline_command(),
     }
-    assert cs.stripped(document, ours(), user.get("statusLine"), cs.added_keys(user)) == user
+    telemetry = cs.telemetry("127.0.0.1:9853")  # the otel sentinel's default address
+    theirs = user.get("env", {})
+    if any(key in theirs and theirs[key] != value for key, value in telemetry.items()):
+        assert document.get("env") == user.get("env")  # telemetry configured (off): theirs
+    else:
+        assert document["env"] == {**theirs, **telemetry}
+    stripped = cs.stripped(document, ours(), user.get("statusLine"), cs.added_keys(user), telemetry)
+    assert stripped == user
     assert cs.backup_path(settings).read_bytes() == original
     assert mode(settings) == mode(cs.backup_path(settings)) == 0o640
     chained = user.get("statusLine", {}).get("command")
@@ -273,7 +280,7 @@ def test_no_settings_before_install_means_none_after_uninstall(
     settings = layout["claude_settings"]
     assert cli.main(["install"]) == 0
     assert mode(settings) == 0o600
-    assert set(json.loads(settings.read_text())) == {"hooks", "statusLine"}
+    assert set(json.loads(settings.read_text())) == {"hooks", "statusLine", "env"}
     assert not cs.backup_path(settings).exists() and not chain_file(layout).exists()
     assert cli.main(["uninstall"]) == 0
     assert not settings.exists()

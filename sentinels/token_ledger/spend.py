@@ -15,26 +15,16 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from datetime import datetime, timedelta
 from pathlib import Path
 
 from agentwatch.core import run_budget
+from agentwatch.core.run_budget import period_starts
 from agentwatch.sentinels.token_ledger.blocks import BucketDeltas
 
 log = logging.getLogger("agentwatch.token-ledger")
 
 PERIODS = ("day", "week", "month")
-
-
-def period_starts(now: float) -> dict[str, float]:
-    """Unix times of the current local day's, ISO week's and month's first instant (the
-    zone is the process's: TZ or /etc/localtime)."""
-    midnight = datetime.fromtimestamp(now).replace(hour=0, minute=0, second=0, microsecond=0)
-    return {
-        "day": midnight.timestamp(),
-        "week": (midnight - timedelta(days=midnight.weekday())).timestamp(),
-        "month": midnight.replace(day=1).timestamp(),
-    }
+__all__ = ["PERIODS", "RunWatch", "SpendTracker", "first_minute_after", "period_starts"]
 
 
 def first_minute_after(start: float) -> int:

@@ -1,0 +1,176 @@
+"""CPU of the otel sentinel's receiver per OTLP request and per Claude Code session, measured
+on the whole `agentwatch sentinel otel` process (every thread: intake, workers, the loop that
+classifies, reconciles and rewrites the spool) with psutil.
+
+The requests are the bodies the real Claude Code 2.1.328 sent (tests/fixtures/otel: metrics
+and logs, JSON and protobuf). (a) per request: rounds of `--requests` posts of those bodies
+with one session id, CPU of the process per request. (b) per session: rounds of `--sessions`
+sessions, each the four requests of one `claude -p` run under its own session id (what a
+headless orchestrator's stream of short runs looks like), CPU per session including the
+classification cycles that follow. No other OTLP receiver is installed here to interleave as
+a peer; rounds of (a) and (b) alternate, and each figure is printed as median and spread.
+
+Targets (exit 1 when a median misses): 2 ms CPU per request and 10 ms per session. Claude
+Code sends one metrics request per session each export interval (60 s by default) and a logs
+request every 5 s while events come, so 20 busy sessions make about 5 requests a second: at
+2 ms that is 1 % of a core. An orchestrator starting a short headless run every second costs
+10 ms a second at the session target, again 1 % of a core.
+
+    .venv/bin/python bench/bench_otel.py [--rounds 7] [--requests 400] [--sessions 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "otel"
+TARGET_REQUEST = 0.002
+TARGET_SESSION = 0.010
+BODIES = (  # (fixture, path, content type, the session id it holds)
+    ("claude-2.1.328-metrics.json", "/v1/metrics", "application/json",
+     "f7ab2a09-3e20-44fc-834d-24a88b9362db"),
+    ("claude-2.1.328-logs-api-request.json", "/v1/logs", "application/json",
+     "f7ab2a09-3e20-44fc-834d-24a88b9362db"),
+    ("claude-2.1.328-logs-api-error-529.pb", "/v1/logs", "application/x-protobuf",
+     "880a4b2d-6d55-451b-b782-0be2238769d4"),
+    ("claude-2.1.328-metrics-session.pb", "/v1/metrics", "application/x-protobuf",
+     "880a4b2d-6d55-451b-b782-0be2238769d4"),
+)  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def session_bodies(session: str) -> list[tuple[str, str, bytes]]:
+    """The four requests of one run, under `session` (same length: protobuf stays valid)."""
+    found = []
+    for name, path, kind, original in BODIES:
+        body = (FIXTURES / name).read_bytes().replace(original.encode(), session.encode())
+        found.append((path, kind, body))
+    return found
+
+
+def post(port: int, path: str, kind: str, body: bytes) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request("POST", path, body, {"Content-Type": kind})
+        reply = connection.getresponse()
+        reply.read()
+        if reply.status != 200:
+            raise SystemExit(f"{path}: HTTP {reply.status}")
+    finally:
+        connection.close()
+
+
+def cpu(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return times.user + times.system
+
+
+def wait_listening(port: int, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"the sentinel exited with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("the sentinel did not listen within 60 s")
+
+
+def settle(process: psutil.Process, quiet: float = 0.3) -> None:
+    """Wait until the process burns no CPU for `quiet` seconds (its cycles after a burst)."""
+    last = cpu(process)
+    while True:
+        time.sleep(quiet)
+        now = cpu(process)
+        if now - last < 0.002:
+            return
+        last = now
+
+
+def spread(values: list[float]) -> str:
+    ms = [v * 1000 for v in values]
+    return (f"median {statistics.median(ms):.3f} ms  min {min(ms):.3f}  max {max(ms):.3f}  "
+            f"(n={len(ms)})")  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--requests", type=int, default=400)
+    parser.add_argument("--sessions", type=int, default=100)
+    args = parser.parse_args()
+    agentwatch = str(Path(sys.executable).parent / "agentwatch")
+    port = free_port()
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        config = folder / "config.yaml"
+        # grace 1 s and interval 1 s: every session is classified within the round
+        config.write_text(
+            f"sentinels:\n  otel:\n    listen: 127.0.0.1:{port}\n    grace: 1\n    interval: 1\n"
+        )
+        spool, state = str(folder / "spool"), str(folder / "state")
+        argv = [agentwatch, "--config", str(config), "sentinel", "otel",
+                "--spool-dir", spool, "--state-dir", state]  # fmt: skip
+        child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 env={"PATH": "/usr/bin:/bin", "HOME": scratch,
+                                      "CLAUDE_CONFIG_DIR": str(folder / "claude")})  # fmt: skip
+        try:
+            wait_listening(port, child)
+            process = psutil.Process(child.pid)
+            one = session_bodies(str(uuid.uuid4()))
+            for path, kind, body in one:  # warm up: imports, first session
+                post(port, path, kind, body)
+            settle(process)
+            per_request: list[float] = []
+            per_session: list[float] = []
+            for _ in range(args.rounds):
+                before = cpu(process)
+                for index in range(args.requests):
+                    path, kind, body = one[index % len(one)]
+                    post(port, path, kind, body)
+                settle(process)
+                per_request.append((cpu(process) - before) / args.requests)
+                runs = [session_bodies(str(uuid.uuid4())) for _ in range(args.sessions)]
+                before = cpu(process)
+                for run in runs:
+                    for path, kind, body in run:
+                        post(port, path, kind, body)
+                time.sleep(1.5)  # past the grace: the classification cycles count too
+                settle(process)
+                per_session.append((cpu(process) - before) / args.sessions)
+        finally:
+            child.terminate()
+            child.wait(timeout=30)
+    print(f"otel receiver, whole process, {args.rounds} rounds")
+    print(f"  CPU per request ({args.requests} a round): {spread(per_request)}")
+    print(f"  CPU per session ({args.sessions} a round, 4 requests each): {spread(per_session)}")
+    failed = []
+    if statistics.median(per_request) > TARGET_REQUEST:
+        failed.append(f"per request over {TARGET_REQUEST * 1000:.0f} ms")
+    if statistics.median(per_session) > TARGET_SESSION:
+        failed.append(f"per session over {TARGET_SESSION * 1000:.0f} ms")
+    print("FAIL: " + "; ".join(failed) if failed else "PASS")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
