@@ -113,7 +113,7 @@ class Sample:
     at: float  # monotonic
     agents: int | None
     max_agents: int | None
-    metric_agents: float | None
+    metric_agents: float
 
 
 @dataclass
@@ -173,13 +173,26 @@ class Run:
         """Bernstein's tasks by title."""
         return {task["title"]: task for task in self.get("/tasks")}
 
+    def reloaded(self, before: int, after: int) -> float | None:
+        """When the orchestrator logged its hot reload of max_agents (epoch seconds)."""
+        line = f"Config hot-reload: max_agents {before} -> {after}"
+        log = self.repo / ".sdd" / "runtime" / "orchestrator-debug.log"
+        with contextlib.suppress(OSError):
+            for text in log.read_text(errors="replace").splitlines():
+                if line in text:
+                    stamp = time.strptime(text[:19], "%Y-%m-%d %H:%M:%S")
+                    return time.mktime(stamp)  # logging's asctime is local time
+        return None
+
     def sample(self) -> Sample:
-        """Bernstein's own count of running agents: /status's summary and /metrics."""
+        """Bernstein's own counts of running agents: `bernstein_agents_active` (its /metrics,
+        one series per role: the claimed tasks) and /status's summary (the agents its server
+        still holds alive, which lags their exit)."""
         summary = self.get("/status").get("summary") or {}
-        metric = None
+        metric = 0.0
         for line in self.get("/metrics").splitlines():
-            if line.startswith("bernstein_agents_active"):
-                metric = float(line.rsplit(" ", 1)[1])
+            if line.startswith("bernstein_agents_active{"):
+                metric += float(line.rsplit(" ", 1)[1])
         agents, limit = summary.get("agents"), summary.get("max_agents")
         return Sample(
             time.monotonic(),
@@ -201,11 +214,12 @@ class Run:
         self._watcher.start()
 
     def peak(self, since: float, until: float | None = None) -> int:
-        """The most agents Bernstein reported running between two monotonic times."""
+        """The most agents Bernstein's `bernstein_agents_active` showed between two
+        monotonic times."""
         seen = [
-            s.agents
+            int(s.metric_agents)
             for s in self.samples
-            if s.agents is not None and s.at >= since and (until is None or s.at <= until)
+            if s.metric_agents is not None and s.at >= since and (until is None or s.at <= until)
         ]
         return max(seen, default=0)
 
