@@ -55,7 +55,7 @@ TYPES = {
 FIRST = {"alpha": "backend", "beta": "frontend", "gamma": "devops"}  # the plan, max_agents 3
 SHRUNK = {"delta": "architect", "zeta": "ml-engineer"}  # posted after a shrink to 1
 PAUSED = {"epsilon": "analyst", "eta": "backend"}  # posted while paused; epsilon is failed
-DELAY = {**dict.fromkeys([*FIRST, *SHRUNK], 5.0), **dict.fromkeys(PAUSED, 1.0)}
+DELAY = dict.fromkeys([*FIRST, *SHRUNK, *PAUSED], 8.0)  # longer than its spawn bookkeeping
 S = Settings(max_agents=3, min_agents=1)
 
 
