@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentwatch.core import bounded, claude_events, paths
+from agentwatch.core import bounded, claude, claude_events, paths
 
 SETTINGS_LIMIT = bounded.CONFIG_LIMIT  # real settings files are a few KiB
 CHAIN_FILE = "statusline-chain.json"
@@ -34,20 +34,14 @@ class SettingsError(Exception):
 # The variables that make Claude Code export its telemetry to the otel sentinel. They go into
 # settings.json's `env`, which Claude Code applies itself: an orchestrator that filters the
 # environment of the sessions it starts does not filter them out.
-ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
+ENDPOINT = claude.OTEL_ENDPOINT
 # A user's own collector shows in any of these; then none of ours is written.
 ENDPOINTS = (ENDPOINT, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT")
 
 
 def telemetry(listen: str) -> dict[str, str]:
     """The variables for a receiver listening on `listen` (HOST:PORT)."""
-    return {
-        "CLAUDE_CODE_ENABLE_TELEMETRY": "1",
-        "OTEL_METRICS_EXPORTER": "otlp",
-        "OTEL_LOGS_EXPORTER": "otlp",
-        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
-        ENDPOINT: f"http://{listen}",
-    }
+    return claude.telemetry_env(listen)
 
 
 @dataclass(frozen=True)

@@ -289,12 +289,19 @@ def plan(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> list[C
                            "--seconds-per-turn", str(demo["seconds_per_turn"]),
                            "--burn-seconds", str(demo["burn_seconds"]),
                            "--stall-after", str(demo["stall_after_turns"]),
-                           *(["--claude", layout.claude] if layout.claude else [])], env),
+                           *(["--claude", layout.claude] if layout.claude else []),
+                           *_otel_argv(cfg)], env),
             Child("demo-agents", [sys.executable, "-m", "agentwatch.demo.other_agents",
                                   str(layout.other_agents_dir),
                                   "--every", str(demo["other_agents_every"])], env),
         ]  # fmt: skip
     return children
+
+
+def _otel_argv(cfg: config.Config) -> list[str]:
+    """The demo's real sessions export their telemetry to the otel sentinel when it runs."""
+    otel = cfg.sentinel("otel")
+    return ["--otel-listen", otel["listen"]] if otel["enabled"] else []
 
 
 def _status_line(collector: SpoolCollector) -> str:

@@ -11,6 +11,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 AGENT = "claude-code"  # its value of the `agent` label (the agent ledger counts the others)
+OTEL_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
+
+
+def telemetry_env(listen: str) -> dict[str, str]:
+    """The variables that make Claude Code export its OpenTelemetry metrics and events to the
+    otel sentinel listening on `listen` (HOST:PORT): `agentwatch install` writes them into
+    settings.json's env, the demo sets them for its sessions."""
+    return {
+        "CLAUDE_CODE_ENABLE_TELEMETRY": "1",
+        "OTEL_METRICS_EXPORTER": "otlp",
+        "OTEL_LOGS_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+        OTEL_ENDPOINT: f"http://{listen}",
+    }
+
+
 _NOT_ALPHANUMERIC = re.compile(r"[^A-Za-z0-9]")
 
 

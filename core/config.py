@@ -582,6 +582,9 @@ def _listens(values: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
         for name, value in values[section].items():
             if name == "listen" or name.endswith("_listen"):
                 yield f"{section}.{name}", value
+    for sentinel, settings in (values.get("sentinels") or {}).items():  # the otel receiver
+        if isinstance(settings, Mapping) and isinstance(settings.get("listen"), str):
+            yield f"sentinels.{sentinel}.listen", settings["listen"]
 
 
 def contradictions(values: Mapping[str, Any]) -> list[str]:

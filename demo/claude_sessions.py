@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentwatch.core.claude import telemetry_env
 from agentwatch.demo.anthropic_api.script import parse
 from agentwatch.demo.anthropic_api.served import ServedLog
 from agentwatch.demo.anthropic_api.server import StandIn
@@ -111,8 +112,10 @@ class RealSessions:
     """The stand-in API, the argv of each role's window, and the driver."""
 
     def __init__(self, claude: str, claude_dir: Path, work: Path, served: Path,
-                 burn_seconds: float, stall_after_turns: int):  # fmt: skip
+                 burn_seconds: float, stall_after_turns: int,
+                 otel_listen: str | None = None):  # fmt: skip
         self.claude = claude
+        self.otel_listen = otel_listen  # the otel sentinel: the sessions export to it
         self.claude_dir = claude_dir
         self.work = work
         self.burn_seconds = burn_seconds
@@ -153,6 +156,8 @@ class RealSessions:
             "DISABLE_AUTOUPDATER": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "CLAUDE_CODE_MAX_RETRIES": "0",
+            # their own telemetry to the otel sentinel, so the dashboards show API latency
+            **(telemetry_env(self.otel_listen) if self.otel_listen else {}),
         }
         return ["env", "-i", "-C", str(cwd), *(f"{k}={v}" for k, v in env.items()),
                 self.claude, "--model", role.model, "--session-id", session.session_id]  # fmt: skip

@@ -60,6 +60,7 @@ class Settings:
     default_agents: int = 4
     orchestrator_url: str | None = None
     claude: str | None = None  # the real Claude Code binary: real sessions instead
+    otel_listen: str | None = None  # where real sessions export their telemetry (otel sentinel)
 
 
 def roster(settings: Settings) -> tuple[Role | RealRole, ...]:
@@ -217,7 +218,7 @@ def run(settings: Settings) -> int:
         demo_dir = settings.socket.parent
         real = RealSessions(settings.claude, settings.claude_dir, demo_dir / "work",
                             demo_dir / "served.jsonl", settings.burn_seconds,
-                            settings.stall_after_turns)  # fmt: skip
+                            settings.stall_after_turns, settings.otel_listen)  # fmt: skip
         real.start()
         log.info("demo: real Claude Code sessions against the scripted API at %s", real.api.url)
     try:
@@ -249,11 +250,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--claude", help="the real Claude Code binary: run real sessions against a scripted API"
     )
+    parser.add_argument(
+        "--otel-listen", help="HOST:PORT of the otel sentinel the real sessions export to"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     settings = Settings(
         args.claude_dir, args.tmux_socket, args.orchestrator_state, args.seconds_per_turn,
         args.burn_seconds, args.stall_after, args.agents, args.orchestrator_url, args.claude,
+        args.otel_listen,
     )  # fmt: skip
     return run(settings)
 

@@ -46,13 +46,16 @@ def receiver(
         work.close()
 
 
-def port(work: Otel) -> int:
+def port(work: Otel | int) -> int:
+    """The receiver's port (of an in-process sentinel, or given)."""
+    if isinstance(work, int):
+        return work
     assert work.server is not None
     return int(work.server.server_address[1])
 
 
 def post(
-    work: Otel,
+    work: Otel | int,
     path: str,
     body: bytes,
     content_type: str = PROTOBUF,

@@ -118,6 +118,10 @@ def test_durations() -> None:
             {"stack": {"prometheus_listen": "127.0.0.1:9847"}},
             "exporter.listen and stack.prometheus_listen both listen on 127.0.0.1:9847",
         ),
+        (
+            {"demo": {"orchestrator_listen": "127.0.0.1:9853"}},
+            "demo.orchestrator_listen and sentinels.otel.listen both listen on 127.0.0.1:9853",
+        ),
     ],
 )
 def test_contradictions_are_refused_naming_both_keys(

@@ -5,8 +5,11 @@ session without a transcript exactly once; the saved state; cumulative temporali
 from __future__ import annotations
 
 import json
+import os
+from datetime import UTC
 from pathlib import Path
 
+import pytest
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
 )
@@ -19,6 +22,7 @@ from tests.otel_support import (
     exposition,
     fixture,
     gzipped,
+    port,
     post,
     receiver,
 )
@@ -155,10 +159,85 @@ def test_wrong_paths_and_methods_are_answered_and_counted(tmp_path: Path) -> Non
 
     with receiver(tmp_path) as work:
         assert post(work, "/v1/traces", b"")[0] == 404
-        connection = http.client.HTTPConnection("127.0.0.1", work.server.server_address[1])  # type: ignore[union-attr]
+        connection = http.client.HTTPConnection("127.0.0.1", port(work))
         connection.request("GET", "/v1/metrics")
         assert connection.getresponse().status == 405
         connection.close()
         text = exposition(work)
     assert value(text, "agentwatch_otel_rejected_total", reason="not_found") == 1
     assert value(text, "agentwatch_otel_rejected_total", reason="method") == 1
+
+
+def test_a_session_with_a_transcript_is_reconciled_with_the_ledger(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from datetime import datetime
+
+    from tests.conftest import run_cli
+    from tests.transcripts import assistant, encode, transcript
+
+    config = tmp_path / "claude"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    # the ledger read 5 input and 2 output tokens where Claude Code reported 7 and 2
+    line = assistant(input_tokens=5, output_tokens=2, model=MODEL, timestamp=now)
+    transcript(config, session=SESSION_JSON).write_bytes(encode(line))
+    ledger = run_cli(
+        "sentinel", "token-ledger", "--once", "--spool-dir", str(tmp_path / "spool"),
+        "--state-dir", str(tmp_path / "ledger-state"), env={"CLAUDE_CONFIG_DIR": str(config)},
+    )  # fmt: skip
+    assert ledger.returncode == 0, ledger.stderr
+    clock = Clock()
+    with receiver(tmp_path, clock) as work:
+        post(work, "/v1/metrics", fixture("claude-2.1.328-metrics.json"), JSON)
+        clock.now += 61
+        work.cycle(True)
+        text = exposition(work)
+    ratio = value(text, "agentwatch_otel_ledger_disagreement_ratio", session=SESSION_JSON)
+    assert ratio == pytest.approx(2 / 9)
+    assert value(text, "agentwatch_tokens_total", source="otel") == 0  # the ledger's to count
+
+
+def test_the_sentinel_process_publishes_and_a_restart_does_not_count_twice(
+    tmp_path: Path, processes: list
+) -> None:
+    import signal
+    import subprocess
+
+    from tests.conftest import CLI, free_port
+    from tests.otel_support import wait_for
+
+    listen = f"127.0.0.1:{free_port()}"
+    config = tmp_path / "config.yaml"
+    config.write_text(f"sentinels:\n  otel:\n    listen: '{listen}'\n    grace: 1\n")
+    spool, state = tmp_path / "spool", tmp_path / "state"
+    argv = [*CLI, "--config", str(config), "sentinel", "otel",
+            "--spool-dir", str(spool), "--state-dir", str(state)]  # fmt: skip
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path)}
+    prom = spool / "otel.prom"
+
+    def tokens() -> float:
+        text = prom.read_text() if prom.exists() else ""
+        return value(text, "agentwatch_tokens_total", type="input", source="otel") if text else -1
+
+    for expected in (7, 14):  # a second life adds only what it receives itself
+        process = subprocess.Popen(argv, env={**os.environ, **env}, stderr=subprocess.PIPE)
+        processes.append(process)
+        wait_for(lambda: _listening(listen), 60, "the receiver")
+        body = fixture("claude-2.1.328-metrics.json")
+        assert post(int(listen.rsplit(":", 1)[1]), "/v1/metrics", body, JSON)[0] == 200
+        wait_for(lambda expected=expected: tokens() == expected, 60, f"{expected} tokens")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+        assert b"Traceback" not in process.stderr.read()  # type: ignore[union-attr]
+
+
+def _listening(listen: str) -> bool:
+    import socket
+
+    host, port = listen.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=1).close()
+    except OSError:
+        return False
+    return True

@@ -95,7 +95,11 @@ def test_the_installed_wheel_installs_shows_config_and_runs_up(
     listen = f"127.0.0.1:{free_port()}"
     orchestrator = f"127.0.0.1:{free_port()}"
     config = tmp_path / "config.yaml"
-    config.write_text(f"demo: {{orchestrator_listen: '{orchestrator}'}}\n")
+    receiver = f"127.0.0.1:{free_port()}"  # not the otel sentinel's default port
+    config.write_text(
+        f"demo: {{orchestrator_listen: '{orchestrator}'}}\n"
+        f"sentinels: {{otel: {{listen: '{receiver}'}}}}\n"
+    )
     up = _run(
         [command, "--config", str(config), "up", "--no-stack", "--for", "15", "--listen", listen],
         **where,

@@ -276,6 +276,15 @@ class Fold:
             and now - session.first_usage >= self.grace
         ]
 
+    def next_due_in(self, now: float) -> float | None:
+        """Seconds until the next pending session with usage is due (None: none waits)."""
+        waits = [
+            session.first_usage + self.grace - now
+            for session in self.sessions.values()
+            if session.state == PENDING and session.first_usage is not None
+        ]
+        return max(min(waits), 0.0) if waits else None
+
     def classify(self, key: str, has_transcript: bool) -> None:
         session = self.sessions.get(key)
         if session is None or session.state != PENDING:

@@ -142,11 +142,14 @@ class Otel:
             self.fold.prune_minutes(now)
             changed = arrived or self.dirty or bool(looked) or bool(gone)
             self.dirty = self.dirty or changed
+            waiting = self.fold.next_due_in(now)
         if due:
             self._reconcile()
         self._save(force=due)
         # requests that came without waking the loop are published a WAKE_GAP later
         again = WAKE_GAP if arrived or self.dirty else None
+        if waiting is not None:  # a session's grace ends: classify it then, not a cycle later
+            again = waiting if again is None else min(again, waiting)
         return Outcome(changed=changed or due, again_in=again)
 
     def _reconcile(self) -> None:
