@@ -51,10 +51,11 @@ TYPES = {
     "output": "output_tokens",
     "cache_read": "cache_read_input_tokens",
 }
-# One role each: Bernstein batches two same-role tasks into one agent.
+# One role each: Bernstein batches two same-role tasks into one agent (and twice reaped a
+# second same-role agent without completing its task: "Dead agent ... no longer tracked").
 FIRST = {"alpha": "backend", "beta": "frontend", "gamma": "devops"}  # the plan, max_agents 3
 SHRUNK = {"delta": "architect", "zeta": "ml-engineer"}  # posted after a shrink to 1
-PAUSED = {"epsilon": "analyst", "eta": "backend"}  # posted while paused; epsilon is failed
+PAUSED = {"epsilon": "analyst", "eta": "prompt-engineer"}  # posted while paused; epsilon is failed
 DELAY = dict.fromkeys([*FIRST, *SHRUNK, *PAUSED], 8.0)  # longer than its spawn bookkeeping
 S = Settings(max_agents=3, min_agents=1)
 
