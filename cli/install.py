@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentwatch.cli import assets, install_claude, stack
+from agentwatch.cli import assets, install_claude, remote_write, stack
 from agentwatch.cli import claude_settings as cs
 from agentwatch.core import config, paths
 from agentwatch.core.files import write_atomic
@@ -81,6 +81,12 @@ def add(commands: argparse._SubParsersAction) -> None:
         if name == "install":
             command.add_argument(
                 "--force", action="store_true", help="also replace files changed since install"
+            )
+            command.add_argument(
+                "--remote-write",
+                metavar="URL",
+                help="the installed Prometheus also writes every series to this central store "
+                "(stack.remote_write.url; labels host and account: see docs/team.md)",
             )
 
 
@@ -357,7 +363,7 @@ def install(cfg: config.Config, target: Target, dry_run: bool, force: bool) -> i
                 claude_records.get(str(target.claude_settings)),
                 claude_records,
             )
-    except (InstallError, cs.SettingsError) as err:
+    except (InstallError, cs.SettingsError, remote_write.RemoteWriteError) as err:
         print(f"agentwatch install: {err}", file=sys.stderr)
         return 2
     verb = "would " if dry_run else ""
@@ -539,5 +545,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     target = target_from(args)
     if args.command == "install":
+        try:
+            cfg = remote_write.with_url(cfg, args.remote_write)
+        except remote_write.RemoteWriteError as err:
+            print(f"agentwatch install: {err}", file=sys.stderr)
+            return 2
         return install(cfg, target, args.dry_run, args.force)
     return uninstall(cfg, target, args.dry_run, args.claude_settings is not None)

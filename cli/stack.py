@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentwatch.cli import assets
+from agentwatch.cli import assets, remote_write
 from agentwatch.core import config
 from agentwatch.core.files import write_atomic
 
@@ -82,8 +82,10 @@ def _seconds(value: float) -> str:
 
 
 def prometheus_config(cfg: config.Config, exporter_listen: str, rules: list[Path]) -> dict:
+    """The host Prometheus: local scrapes and rules, plus remote_write when configured
+    (RemoteWriteError when those settings cannot be used)."""
     stack = cfg["stack"]
-    return {
+    document = {
         "global": {
             "scrape_interval": _seconds(stack["scrape_interval"]),
             "evaluation_interval": _seconds(stack["evaluation_interval"]),
@@ -106,6 +108,7 @@ def prometheus_config(cfg: config.Config, exporter_listen: str, rules: list[Path
             },
         ],
     }
+    return remote_write.apply(cfg, document)
 
 
 def alertmanager_config(cfg: config.Config, rules_dir: Path | None = None) -> dict[str, Any]:
