@@ -10,23 +10,15 @@ rules (rules/central/) can sum one subscription's windows `by (account)` and sti
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 from agentwatch.core import config
 from agentwatch.core.secretfiles import InsecureFileError, require_private
-
-HOST_LABEL = "host"
-ACCOUNT_LABEL = "account"
+from agentwatch.core.team import ACCOUNT_LABEL, HOST_LABEL, host_label
 
 
 class RemoteWriteError(Exception):
     """The remote_write settings cannot be used; the message names the key and the fix."""
-
-
-def host_name() -> str:
-    """This machine's short host name: the default `host` label."""
-    return socket.gethostname().split(".", 1)[0] or "localhost"
 
 
 def with_url(cfg: config.Config, url: str | None) -> config.Config:
@@ -46,9 +38,10 @@ def with_url(cfg: config.Config, url: str | None) -> config.Config:
 def external_labels(cfg: config.Config) -> dict[str, str]:
     """`host` (and `account` when configured); empty when nothing is forwarded."""
     settings = cfg["stack"]["remote_write"]
-    if settings["url"] is None:
+    host = host_label(cfg)
+    if host is None:
         return {}
-    labels = {HOST_LABEL: settings["host"] or host_name()}
+    labels = {HOST_LABEL: host}
     if settings["account"] is not None:
         labels[ACCOUNT_LABEL] = settings["account"]
     return labels

@@ -376,7 +376,8 @@ BASE_SCHEMA: dict[str, Any] = {
             {},
             label_map,
             "act only on alerts with these labels, e.g. {instance: laptop-ana} when one "
-            "Alertmanager serves several workstations",
+            "Alertmanager serves several workstations (default with stack.remote_write.url "
+            "set: {host: <stack.remote_write.host>})",
         ),
         "interval": Key(15.0, duration, "seconds between read-decide-apply cycles"),
         "timeout": Key(

@@ -15,7 +15,7 @@ import yaml
 
 from agentwatch.cli import main as cli
 from agentwatch.cli import remote_write, stack
-from agentwatch.core import secretfiles
+from agentwatch.core import secretfiles, team
 from agentwatch.sentinels import registry
 
 PROMTOOL = shutil.which("promtool")
@@ -56,7 +56,7 @@ def test_install_remote_write_forwards_with_host_label_and_keeps_local_rules(
     document = installed_prometheus(home)
     assert document["remote_write"] == [{"url": STORE}]
     assert document["global"]["external_labels"] == {
-        "host": remote_write.host_name(),
+        "host": team.host_name(),
         "account": "team-max",
     }
     local_rules = {Path(path).name for path in document["rule_files"]}
@@ -130,3 +130,21 @@ def test_bad_keys_are_config_errors_by_name() -> None:
     for key in ("stack.remote_write.url", "stack.remote_write.account",
                 "stack.remote_write.bogus"):  # fmt: skip
         assert key in text, text
+
+
+def test_controller_acts_on_its_own_host_once_it_writes_to_a_centre() -> None:
+    """A host that writes to a centre tags its alerts `host`; its controller, reading the
+    central Alertmanager too, by default takes only its own (an explicit match wins)."""
+    plain = registry.config_from_mapping({})
+    assert team.controller_match(plain) == {}
+    writing = registry.config_from_mapping(
+        {"stack": {"remote_write": {"url": STORE, "host": "laptop-ana"}}}
+    )
+    assert team.controller_match(writing) == {"host": "laptop-ana"}
+    explicit = registry.config_from_mapping(
+        {
+            "stack": {"remote_write": {"url": STORE, "host": "laptop-ana"}},
+            "controller": {"match_labels": {"account": "team-max"}},
+        }
+    )
+    assert team.controller_match(explicit) == {"account": "team-max"}
