@@ -157,7 +157,8 @@ def value_by(url: str, expr: str, label: str) -> dict[str, float]:
 def alerts_by_host(url: str, name: str) -> dict[str, str]:
     """host -> state (pending or firing) of every active alert called `name`."""
     alerts = requests.get(f"{url}/api/v1/alerts", timeout=10).json()["data"]["alerts"]
-    return {a["labels"].get("host", ""): a["state"] for a in alerts if a["labels"]["alertname"] == name}  # fmt: skip
+    named = [a for a in alerts if a["labels"]["alertname"] == name]
+    return {a["labels"].get("host", ""): a["state"] for a in named}
 
 
 BUCKETS = ("AgentwatchQuotaElevated", "AgentwatchQuotaCritical", "AgentwatchQuotaShutdown")
@@ -175,7 +176,8 @@ def spend_and_check_alone(hosts: dict[str, Host], central: str) -> None:
     used = central_expr("five_hour", "used")
     # 20 s of history first: increase() extrapolates a counter's jump over its sampled span,
     # by up to half a scrape interval each side, which a span of a few seconds inflates.
-    tokens = f'min by (host) (count_over_time(agentwatch_tokens_total{{account="{ACCOUNT}"}}[5m])) >= {HISTORY}'
+    series = f'agentwatch_tokens_total{{account="{ACCOUNT}"}}'
+    tokens = f"min by (host) (count_over_time({series}[5m])) >= {HISTORY}"
     wait_for(lambda: len(value_by(central, tokens, "host")) == 2, SLOW,
              lambda: f"not both hosts' tokens at the centre: {query(central, tokens)}")  # fmt: skip
     hosts["alpha"].spend(SPEND["alpha"])
@@ -310,11 +312,16 @@ def test_two_hosts_one_subscription_central_prometheus_alerts_and_controllers_ac
     assert shares["alpha"] > 0.5 > shares["beta"], shares
     check_each_host_alone_under(hosts)  # no host's own rules saw it
 
-    wanted = {("AgentwatchAccountQuotaShutdown", "alpha"), ("AgentwatchAccountQuotaShutdown", "beta"),
-              ("AgentwatchAccountQuotaCritical", "alpha")}  # fmt: skip
-    received = wait_for(lambda: wanted <= set(alertmanager_alerts(alertmanager)) and
-                        alertmanager_alerts(alertmanager), SLOW + 60,
-                        lambda: f"not in the central Alertmanager: {alertmanager_alerts(alertmanager)}")  # fmt: skip
+    wanted = {
+        ("AgentwatchAccountQuotaShutdown", "alpha"),
+        ("AgentwatchAccountQuotaShutdown", "beta"),
+        ("AgentwatchAccountQuotaCritical", "alpha"),
+    }
+    received = wait_for(
+        lambda: wanted <= set(got := alertmanager_alerts(alertmanager)) and got,
+        SLOW + 60,
+        lambda: f"not in the central Alertmanager: {alertmanager_alerts(alertmanager)}",
+    )
     delivered = time.monotonic()
     print(
         f"[team] token written -> central alert active (pending): {active - written:.2f} s; "
