@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentwatch.cli import assets, install_claude, install_mcp, stack
+from agentwatch.cli import assets, install_claude, install_mcp, remote_write, stack
 from agentwatch.cli import claude_settings as cs
 from agentwatch.core import config, paths
 from agentwatch.core.files import write_atomic
@@ -83,6 +83,12 @@ def add(commands: argparse._SubParsersAction) -> None:
         if name == "install":
             command.add_argument(
                 "--force", action="store_true", help="also replace files changed since install"
+            )
+            command.add_argument(
+                "--remote-write",
+                metavar="URL",
+                help="the installed Prometheus also writes every series to this central store "
+                "(stack.remote_write.url; labels host and account: see docs/team.md)",
             )
 
 
@@ -410,7 +416,7 @@ def install(cfg: config.Config, target: Target, dry_run: bool, force: bool) -> i
             mcp = install_mcp.plan(
                 target.claude_state, mcp_entry(target), mcp_records.get(str(target.claude_state))
             )
-    except (InstallError, cs.SettingsError) as err:
+    except (InstallError, cs.SettingsError, remote_write.RemoteWriteError) as err:
         print(f"agentwatch install: {err}", file=sys.stderr)
         return 2
     verb = "would " if dry_run else ""
@@ -606,5 +612,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     target = target_from(args)
     if args.command == "install":
+        try:
+            cfg = remote_write.with_url(cfg, args.remote_write)
+        except remote_write.RemoteWriteError as err:
+            print(f"agentwatch install: {err}", file=sys.stderr)
+            return 2
         return install(cfg, target, args.dry_run, args.force)
     return uninstall(cfg, target, args.dry_run, args.claude_settings is not None)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from agentwatch.cli import assets
+from agentwatch.cli import assets, remote_write
 from agentwatch.core import config
 from agentwatch.core.files import write_atomic
 
@@ -134,9 +134,12 @@ def prometheus_config(
     rules: list[Path],
     bernstein: BernsteinScrape | None = None,
 ) -> dict:
+    """The host Prometheus: local scrapes and rules, Bernstein's own metrics when it is the
+    orchestrator, plus remote_write when configured (RemoteWriteError when those settings
+    cannot be used)."""
     stack = cfg["stack"]
     extra = [bernstein.job] if bernstein is not None else []
-    return {
+    document = {
         "global": {
             "scrape_interval": _seconds(stack["scrape_interval"]),
             "evaluation_interval": _seconds(stack["evaluation_interval"]),
@@ -160,6 +163,7 @@ def prometheus_config(
             *extra,
         ],
     }
+    return remote_write.apply(cfg, document)
 
 
 def alertmanager_config(cfg: config.Config, rules_dir: Path | None = None) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentwatch.cli import common, demo_story, locate, stack
+from agentwatch.cli import common, demo_story, locate, remote_write, stack
 from agentwatch.cli.exporter import spool_collector
 from agentwatch.controller import report
 from agentwatch.core import claude, config, paths, run_budget, single
@@ -471,6 +471,9 @@ def _run_locked(args: argparse.Namespace, cfg: config.Config, state: Path, spool
         children = plan(args, cfg, layout)
     except config.ConfigError as err:
         print(f"agentwatch up: the combined config is invalid: {err}", file=sys.stderr)
+        return 2
+    except remote_write.RemoteWriteError as err:
+        print(f"agentwatch up: {err}", file=sys.stderr)
         return 2
     for child in children:
         child.log_path = logs / f"{child.name}.log"

@@ -39,6 +39,7 @@ from agentwatch.core.config import Config
 from agentwatch.core.http import ListenError
 from agentwatch.core.log import FailureGate
 from agentwatch.core.loop import Loop, Outcome
+from agentwatch.core.team import controller_match
 
 NAME = "controller"
 log = logging.getLogger("agentwatch.controller")
@@ -91,7 +92,7 @@ class Controller:
         self.settings = settings
         self.state_file = state_file
         self.env = env
-        self.reader = AlertReader(urls, float(section["timeout"]), match=section["match_labels"])
+        self.reader = AlertReader(urls, float(section["timeout"]), match=controller_match(config))
         self.budget = BudgetResolver(
             section["run_config_file"],
             float(section["budget_usd"]),

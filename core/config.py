@@ -117,6 +117,10 @@ def one_line(value: Any) -> str:
     return text
 
 
+def optional_line(value: Any) -> str | None:
+    return None if value is None else one_line(value)
+
+
 def string_list(value: Any) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
         raise ValueError("expected a list of non-empty strings")
@@ -376,7 +380,8 @@ BASE_SCHEMA: dict[str, Any] = {
             {},
             label_map,
             "act only on alerts with these labels, e.g. {instance: laptop-ana} when one "
-            "Alertmanager serves several workstations",
+            "Alertmanager serves several workstations (default with stack.remote_write.url "
+            "set: {host: <stack.remote_write.host>})",
         ),
         "interval": Key(15.0, duration, "seconds between read-decide-apply cycles"),
         "timeout": Key(
@@ -497,6 +502,34 @@ BASE_SCHEMA: dict[str, Any] = {
         "group_wait": Key(10.0, duration, "Alertmanager wait before the first message"),
         "group_interval": Key(60.0, duration, "Alertmanager wait before telling a change"),
         "retention": Key("15d", string, "Prometheus retention of the stack's own TSDB"),
+        "remote_write": {
+            "url": Key(
+                None,
+                optional_http_url,
+                "central store the stack's Prometheus also writes every series to (Prometheus "
+                "with the receiver on, Mimir, Thanos Receive, VictoriaMetrics; null: none); "
+                "the rules stay evaluated here",
+            ),
+            "host": Key(
+                None,
+                optional_line,
+                "external label `host` that tells this machine apart in the store (default: "
+                "its host name)",
+            ),
+            "account": Key(
+                None,
+                optional_line,
+                "external label `account`: hosts sharing one subscription share it, and the "
+                "central rules sum their windows by it (null: no account label)",
+            ),
+            "username": Key(None, optional_line, "basic auth user for the store (null: none)"),
+            "password_file": Key(
+                None,
+                optional_path,
+                "file holding the basic auth password (chmod 600; Prometheus reads it)",
+                missing_path,
+            ),
+        },
     },
     "demo": {
         "burn_seconds": Key(900.0, duration, "the burning session burns this long, then calms"),

@@ -66,6 +66,9 @@ def secret_files(cfg: Any) -> Iterable[SecretFile]:
         if web_config is not None:
             yield web_config, f"{section}.web_config_file: password hashes", False
             yield from _tls_key_files(web_config, section)
+    password_file = cfg["stack"]["remote_write"]["password_file"]
+    if password_file is not None:
+        yield password_file, "stack.remote_write.password_file: a password", True
     token_file = cfg["controller"]["orchestrator"]["token_file"]
     if token_file is not None:
         yield token_file, "controller.orchestrator.token_file: a bearer token", True

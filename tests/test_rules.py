@@ -23,6 +23,8 @@ from agentwatch.core.config import ALERT_THRESHOLDS
 ROOT = Path(__file__).resolve().parent.parent
 RULES_DIR = ROOT / "rules"
 RULE_FILES = sorted(RULES_DIR.glob("*.rules.yml"))
+# The team layout's central rules: loaded by the central Prometheus only (docs/team.md).
+CENTRAL_FILES = sorted((RULES_DIR / "central").glob("*.rules.yml"))
 TEST_FILES = sorted((RULES_DIR / "tests").glob("*_test.yml"))
 RUNBOOK = ROOT / "docs" / "runbook.md"
 ALERTS_DOC = ROOT / "docs" / "alerts.md"
@@ -63,7 +65,8 @@ def load_rules(paths: list[Path] = RULE_FILES) -> list[dict[str, Any]]:
 
 
 def alert_rules() -> list[dict[str, Any]]:
-    return [rule for rule in load_rules() if "alert" in rule]
+    """Every alert, the central ones included."""
+    return [rule for rule in load_rules(RULE_FILES + CENTRAL_FILES) if "alert" in rule]
 
 
 def recording_rules() -> list[dict[str, Any]]:
@@ -108,8 +111,9 @@ def promtool() -> str:
 
 def test_rule_files_pass_promtool_lint(promtool: str) -> None:
     assert RULE_FILES, "no rules/*.rules.yml found"
+    assert CENTRAL_FILES, "no rules/central/*.rules.yml found"
     result = subprocess.run(
-        [promtool, "check", "rules", "--lint=all", *map(str, RULE_FILES)],
+        [promtool, "check", "rules", "--lint=all", *map(str, RULE_FILES + CENTRAL_FILES)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -193,6 +197,20 @@ MUTATIONS = [
         "on () group_left ()\n"
         '            max(agentwatch_alert_threshold{name="footprint_processes"})',
         "multihost_test.yml",
+    ),
+    # One subscription judged by its largest host instead of the sum of its hosts.
+    (
+        "central/account.rules.yml",
+        "sum by (account) (\n            increase(",
+        "max by (account) (\n            increase(",
+        "central_test.yml",
+    ),
+    # The account's budget judged by its largest host's spend.
+    (
+        "central/account.rules.yml",
+        "sum by (account) (max by (account, host) (agentwatch_budget_spent_usd))",
+        "max by (account) (max by (account, host) (agentwatch_budget_spent_usd))",
+        "central_test.yml",
     ),
     # A budget merged over every controller instance.
     (
@@ -347,11 +365,32 @@ def test_recording_rules_read_only_raw_series() -> None:
         assert not derived & set(re.findall(r"\w+:\w+:\w+", rule["expr"])), rule["alert"]
 
 
+def central_records() -> list[dict[str, Any]]:
+    return [rule for rule in load_rules(CENTRAL_FILES) if "record" in rule]
+
+
+def test_central_rules_stay_off_the_hosts() -> None:
+    """The central rules sum over hosts: a host's own Prometheus (install, up) never loads
+    them, and they read raw series only (the store's ruler may evaluate groups in any order)."""
+    from agentwatch.cli import stack
+
+    assert not any("central" in str(path) for path in stack.rule_files(RULES_DIR))
+    records = central_records()
+    assert records
+    for rule in records:
+        assert RECORD_NAME.match(rule["record"]), rule["record"]
+        assert rule["record"].startswith("account"), rule["record"]
+        assert not re.findall(r"\w+:\w+:\w+", rule["expr"]), rule["record"]
+    for rule in load_rules(CENTRAL_FILES):
+        if "alert" in rule:
+            assert rule["alert"].startswith(("AgentwatchAccount", "AgentwatchHost")), rule
+
+
 def test_rules_use_only_documented_metrics() -> None:
     documented = documented_metrics()
-    recorded = {rule["record"] for rule in recording_rules()}
+    recorded = {rule["record"] for rule in recording_rules() + central_records()}
     used: set[str] = set()
-    for rule in load_rules():
+    for rule in load_rules(RULE_FILES + CENTRAL_FILES):
         used |= set(re.findall(r"(?<![:\w])(agentwatch_[a-z0-9_]+)", rule["expr"]))
         for note in rule.get("annotations", {}).values():
             used |= set(re.findall(r"\b(agentwatch_[a-z0-9_]+)\{", note))
@@ -362,7 +401,7 @@ def test_rules_use_only_documented_metrics() -> None:
 
 def test_rules_use_only_configured_thresholds() -> None:
     used: set[str] = set()
-    for rule in load_rules():
+    for rule in load_rules(RULE_FILES + CENTRAL_FILES):
         used |= set(re.findall(r'agentwatch_alert_threshold\{name="([a-z0-9_]+)"\}', rule["expr"]))
     assert used, "no rule reads a configured threshold"
     assert used <= set(ALERT_THRESHOLDS), sorted(used - set(ALERT_THRESHOLDS))

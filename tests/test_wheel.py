@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = (
     r"agentwatch/rules/alerts-[a-z]+\.rules\.yml",
     r"agentwatch/rules/alertmanager\.yml",
+    r"agentwatch/rules/central/account\.rules\.yml",
     r"agentwatch/rules/templates/agentwatch\.tmpl",
     r"agentwatch/systemd/agentwatch-sentinel@\.service",
     r"agentwatch/systemd/agentwatch-release-readiness\.timer",
