@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .base import ReadResult
+
 U64_MAX = 2**64 - 1
 TIER_THRESHOLD = 200_000  # cost.rs tiered_cost
 # What Rust's str::trim removes (Unicode White_Space); Python's strip() also takes \x1c-\x1f.
@@ -285,3 +287,15 @@ class PriceTable:
             + tiered(cache_write, rates.cache_write, rates.cache_write_above_200k)
             + tiered(cache_read, rates.cache_read, rates.cache_read_above_200k)
         )
+
+
+def read_utf8(path: Path, result: ReadResult) -> str | None:
+    """A file's text, or None with its reject counted: `unreadable`, or `not_utf8` (ccusage
+    stops its whole report on such a file; the ledger skips just that file)."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except OSError:
+        result.reject("unreadable")
+    except UnicodeDecodeError:
+        result.reject("not_utf8")
+    return None

@@ -203,13 +203,8 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
     result = ReadResult()
     kept: dict[str, AgentUsage] = {}
     for path in sorted(set(paths)):
-        try:
-            content = path.read_bytes().decode("utf-8")
-        except OSError:
-            result.reject("unreadable")
-            continue
-        except UnicodeDecodeError:  # ccusage stops the whole report on such a file
-            result.reject("not_utf8")
+        content = rules.read_utf8(path, result)
+        if content is None:
             continue
         try:
             messages = rules.loads(content)

@@ -51,13 +51,8 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
     result = ReadResult()
     seen: set[str] = set()
     for path in paths:
-        try:
-            content = path.read_bytes().decode("utf-8")
-        except OSError:
-            result.reject("unreadable")
-            continue
-        except UnicodeDecodeError:  # ccusage stops the whole report on such a file
-            result.reject("not_utf8")
+        content = rules.read_utf8(path, result)
+        if content is None:
             continue
         project, session = _project(path), _session(path)
         for line in content.split("\n"):
