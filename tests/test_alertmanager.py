@@ -411,12 +411,9 @@ def wait_for(condition: Any, timeout: float = 15) -> Any:
     raise AssertionError("condition not met in time")
 
 
-def test_real_alertmanager_sends_one_escalated_message(
-    tmp_path: Path,
-    processes: list[subprocess.Popen],
-    webhook: tuple[str, list[dict[str, Any]]],
-) -> None:
-    url, received = webhook
+def local_alertmanager(tmp_path: Path, processes: list[subprocess.Popen], url: str) -> str:
+    """A real Alertmanager on the shipped local config (1 s group wait) sending to the webhook
+    `url`; its listen address once it is ready."""
     config = yaml.safe_load(LOCAL_CONFIG.read_text())
     config["receivers"][0]["webhook_configs"][0]["url"] = url
     config["route"]["group_wait"] = "1s"
@@ -437,7 +434,6 @@ def test_real_alertmanager_sends_one_escalated_message(
             stderr=subprocess.DEVNULL,
         )
     )
-    api = f"http://{web}/api/v2"
 
     def ready() -> bool:
         try:
@@ -446,6 +442,17 @@ def test_real_alertmanager_sends_one_escalated_message(
             return False
 
     wait_for(ready)
+    return web
+
+
+def test_real_alertmanager_sends_one_escalated_message(
+    tmp_path: Path,
+    processes: list[subprocess.Popen],
+    webhook: tuple[str, list[dict[str, Any]]],
+) -> None:
+    url, received = webhook
+    web = local_alertmanager(tmp_path, processes, url)
+    api = f"http://{web}/api/v2"
     ends = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
     base = {
         "alertname": "AgentwatchReleaseStalled",
@@ -505,34 +512,7 @@ def test_a_burn_pattern_is_one_message_and_the_burns_still_escalate(
     inhibited. (A critical burn would hold back every warning burn of its host by the
     severity rule; none is sent here.)"""
     url, received = webhook
-    config = yaml.safe_load(LOCAL_CONFIG.read_text())
-    config["receivers"][0]["webhook_configs"][0]["url"] = url
-    config["route"]["group_wait"] = "1s"
-    config["templates"] = [TEMPLATES]
-    (tmp_path / "alertmanager.yml").write_text(yaml.safe_dump(config))
-    web = f"127.0.0.1:{free_port()}"
-    processes.append(
-        subprocess.Popen(
-            [
-                ALERTMANAGER,
-                f"--config.file={tmp_path / 'alertmanager.yml'}",
-                f"--storage.path={tmp_path / 'data'}",
-                f"--web.listen-address={web}",
-                "--cluster.listen-address=",
-                "--log.level=warn",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-    )
-
-    def ready() -> bool:
-        try:
-            return requests.get(f"http://{web}/-/ready", timeout=1).ok
-        except requests.ConnectionError:
-            return False
-
-    wait_for(ready)
+    web = local_alertmanager(tmp_path, processes, url)
     ends = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
     host = {"job": "agentwatch", "instance": "alpha"}
     burn = {**host, "alertname": "AgentwatchSessionTokenBurn", "severity": "warning",
