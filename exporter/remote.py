@@ -17,9 +17,10 @@ import math
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlencode, urlsplit
 
 log = logging.getLogger("agentwatch.exporter")
@@ -30,6 +31,7 @@ IDLE_AFTER = 300.0  # no page for this long: stop reading until the next one
 MAX_BODY = 4 << 20
 HOURS = 24  # spend-per-hour chart width
 SPEND_PER_HOUR = "sum(increase(agentwatch_cost_usd_total[1h]))"
+T = TypeVar("T")
 
 
 @dataclass
@@ -173,6 +175,24 @@ def _strings(value: Any) -> dict[str, str]:
     return {str(k): v for k, v in value.items() if isinstance(v, str)}
 
 
+def read_throttle(base: str) -> dict[str, Any]:
+    """The controller's `/throttle` decision."""
+    answer = get_json(f"{base.rstrip('/')}/throttle")
+    if not isinstance(answer, dict):
+        raise HttpError("answered something that is not a decision")
+    return answer
+
+
+def _read(url: str | None, fetch: Callable[[str], T], now: float) -> tuple[T | None, Reading]:
+    """One part of the stack read: its answer (None when it gave none) and how the read went."""
+    if not url:
+        return None, Reading("not configured", now)
+    try:
+        return fetch(url), Reading(None, now)
+    except HttpError as err:
+        return None, Reading(str(err), now)
+
+
 def read_spend_per_hour(base: str, now: float) -> list[tuple[float, float]]:
     """(end of hour, USD spent in the hour before it) for the last HOURS clock hours, the
     current one included (its end is still to come: its bar grows until then)."""
@@ -236,31 +256,15 @@ class RemoteReader:
         now = time.time() if now is None else now
         remote = Remote(endpoints=self.endpoints)
         ends = self.endpoints
-        if ends.alertmanager:
-            try:
-                remote.alerts, remote.silenced, remote.inhibited = read_alerts(ends.alertmanager)
-                remote.alertmanager = Reading(None, now)
-            except HttpError as err:
-                remote.alertmanager = Reading(str(err), now)
-        else:
-            remote.alertmanager = Reading("not configured", now)
-        if ends.controller:
-            try:
-                answer = get_json(f"{ends.controller.rstrip('/')}/throttle")
-                if not isinstance(answer, dict):
-                    raise HttpError("answered something that is not a decision")
-                remote.throttle = answer
-                remote.controller = Reading(None, now)
-            except HttpError as err:
-                remote.controller = Reading(str(err), now)
-        else:
-            remote.controller = Reading("not configured", now)
-        if ends.prometheus:
-            try:
-                remote.spend_per_hour = read_spend_per_hour(ends.prometheus, now)
-                remote.prometheus = Reading(None, now)
-            except HttpError as err:
-                remote.prometheus = Reading(str(err), now)
-        else:
-            remote.prometheus = Reading("not configured", now)
+        alerts, remote.alertmanager = _read(ends.alertmanager, read_alerts, now)
+        if alerts is not None:
+            remote.alerts, remote.silenced, remote.inhibited = alerts
+        throttle, remote.controller = _read(ends.controller, read_throttle, now)
+        if throttle is not None:
+            remote.throttle = throttle
+        spend, remote.prometheus = _read(
+            ends.prometheus, lambda base: read_spend_per_hour(base, now), now
+        )
+        if spend is not None:
+            remote.spend_per_hour = spend
         return remote
