@@ -1,7 +1,7 @@
 """Where things are: the one place that decides whether `agentwatch up` (or a ledger sentinel)
 runs on a state folder, which config it runs with, and where its sentinels keep their state.
 
-Why one place: `up` writes the config its children read to `<state>/up-config.yaml` (its
+Why one place: `up` writes the config its children read to `<state>/up-config.json` (its
 ports may be the user's, not the defaults) and runs its demo's sentinels on `<state>/demo`, so
 a command that reads only the user's config and `<state>` talks to the wrong Alertmanager or
 finds no ledger. `ack`, `prices`, `report` and `status` ask here instead.
@@ -25,7 +25,7 @@ from agentwatch.sentinels.agent_ledger.store import DATABASE_FILE as AGENT_DATAB
 from agentwatch.sentinels.token_ledger.store import DATABASE_FILE as TOKEN_DATABASE
 
 UP_LOCK = "up.lock"  # cli/up.py holds it for as long as it runs
-UP_CONFIG = "up-config.yaml"  # the derived config every child of `up` reads
+UP_CONFIG = "up-config.json"  # the derived config every child of `up` reads (JSON: no YAML parser)
 DEMO = "demo"  # `up --demo` keeps its sentinels' state here, under the state folder
 LEDGER_DATABASES = (TOKEN_DATABASE, AGENT_DATABASE)
 

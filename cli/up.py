@@ -187,8 +187,9 @@ def derived_config(
 ) -> tuple[Path, config.Config]:
     """The user's config plus what this run wires together (the demo's folders and tmux
     server, the stack's Alertmanager, the demo orchestrator, the demo's pace), validated and
-    written once so every child reads the same file; returned loaded too, for the parent."""
-    import yaml
+    written once so every child reads the same file; returned loaded too, for the parent.
+    The file is JSON (validated values are plain data), so no child loads a YAML parser."""
+    import json
 
     from agentwatch.demo import workload as demo_workload
 
@@ -222,7 +223,7 @@ def derived_config(
         raw = _merge(DEMO_DEFAULTS, raw)  # what the user configured wins over the demo's pace
     merged = _merge(raw, extra)
     derived = registry.config_from_mapping(merged)  # the checks every child makes, once here
-    write_atomic(layout.config_file, yaml.safe_dump(merged, sort_keys=False), 0o600)
+    write_atomic(layout.config_file, json.dumps(merged, indent=2) + "\n", 0o600)
     return layout.config_file, derived
 
 

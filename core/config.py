@@ -661,10 +661,16 @@ def from_mapping(
 def read_raw(path: Path) -> Any:
     """The YAML of a config file; ConfigError when it cannot be read or parsed, or is over
     a limit: larger than CONFIG_LIMIT, not a regular file, nested too deep, or expanding
-    through aliases past yamlsafe.MAX_EXPANDED (a billion laughs)."""
+    through aliases past yamlsafe.MAX_EXPANDED (a billion laughs). A `*.json` file is read
+    as JSON (what `up` writes for its children: they then never load the YAML parser, a
+    MiB and a half of every process)."""
+    from agentwatch.core import bounded
+
+    if path.suffix == ".json":
+        return _read_json(path)
     import yaml
 
-    from agentwatch.core import bounded, yamlsafe
+    from agentwatch.core import yamlsafe
 
     try:
         return yamlsafe.load(bounded.read_text(path, bounded.CONFIG_LIMIT))
@@ -676,6 +682,23 @@ def read_raw(path: Path) -> Any:
         raise ConfigError([f"{path}: refused: {err}"]) from None
     except yaml.YAMLError as err:
         raise ConfigError([_capped(f"{path}: not valid YAML: {err}")]) from None
+
+
+def _read_json(path: Path) -> Any:
+    import json
+
+    from agentwatch.core import bounded
+
+    try:
+        return json.loads(bounded.read_text(path, bounded.CONFIG_LIMIT))
+    except bounded.FileRefused as err:
+        raise ConfigError([f"{path}: cannot read: {str(err).removeprefix(f'{path}: ')}"]) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError([f"{path}: cannot read: {_reason(err)}"]) from None
+    except RecursionError:
+        raise ConfigError([f"{path}: refused: JSON nested too deep"]) from None
+    except ValueError as err:
+        raise ConfigError([_capped(f"{path}: not valid JSON: {err}")]) from None
 
 
 def _reason(err: OSError | UnicodeDecodeError) -> str:

@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import bcrypt
-import yaml
 
-from agentwatch.core import bounded, secretfiles, yamlsafe
+from agentwatch.core import bounded, secretfiles
 from agentwatch.core.sanitize import preview
 
 log = logging.getLogger("agentwatch.webconfig")
@@ -94,7 +93,12 @@ class WebConfig:
 
 def read_raw(path: Path) -> dict[str, Any]:
     """The file's YAML mapping; WebConfigError when it cannot be read, is over a limit (size,
-    not a regular file, nesting, alias expansion) or is not a mapping."""
+    not a regular file, nesting, alias expansion) or is not a mapping. The YAML parser loads
+    only here: a listener without a web config never holds it."""
+    import yaml
+
+    from agentwatch.core import yamlsafe
+
     try:
         raw = yamlsafe.load(bounded.read_text(path, bounded.CONFIG_LIMIT))
     except (OSError, UnicodeDecodeError) as err:

@@ -76,6 +76,25 @@ def test_config_check_command(tmp_path: Path) -> None:
     assert refused.returncode == 2 and "exporter.lissen" in refused.stderr
 
 
+def test_a_json_config_is_read_as_json_with_the_same_checks(tmp_path: Path) -> None:
+    """What `up` writes for its children: JSON, read without the YAML parser."""
+    good = tmp_path / "good.json"
+    good.write_text('{"log_level": "debug", "exporter": {"listen": "127.0.0.1:9"}}')
+    assert config.load(good)["exporter"]["listen"] == "127.0.0.1:9"
+    unknown = tmp_path / "unknown.json"
+    unknown.write_text('{"exporter": {"lissen": "x"}}')
+    failed = run_cli("--config", str(unknown), "config", "check")
+    assert failed.returncode == 1 and "exporter.lissen: unknown key" in failed.stderr
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"exporter": ')
+    assert "not valid JSON" in run_cli("--config", str(broken), "config", "check").stderr
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    refused = run_cli("--config", str(deep), "config", "check")
+    assert refused.returncode == 1 and "refused: JSON nested too deep" in refused.stderr
+    assert len(refused.stderr) < 2000  # one line, no traceback
+
+
 def test_config_show_lists_every_key_and_round_trips() -> None:
     shown = run_cli("config", "show")
     assert shown.returncode == 0

@@ -1,7 +1,8 @@
 """Each sentinel and the exporter, run as the whole command, leave out what they do not need:
 prometheus_client's HTTP and WSGI parts (core/lazy_prometheus.py, exporter/negotiate.py),
-requests (only a release CI probe asks GitHub) and protobuf (the otel receiver loads it with
-its first request). Each of them costs several MiB
+requests (only a release CI probe asks GitHub), protobuf (the otel receiver loads it with
+its first request) and the YAML parser (no config file, a JSON one as `up` writes, and no web
+config file need none). Each of them costs several MiB
 of private memory in every process of the kit (issue 29: the kit's summed PSS)."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import requests
 from agentwatch.sentinels import registry
 from tests.conftest import free_port
 
-HEAVY = ("prometheus_client.exposition", "requests", "google.protobuf")
+HEAVY = ("prometheus_client.exposition", "requests", "google.protobuf", "yaml")
 PROBE = """
 import atexit, json, sys
 atexit.register(lambda: print(json.dumps([m for m in {heavy} if m in sys.modules])))

@@ -32,9 +32,7 @@ def test_ack_posts_to_the_running_ups_alertmanager(
     am = start_alertmanager(tmp_path, "am", processes)
     state = tmp_path / "state"
     state.mkdir()
-    (state / locate.UP_CONFIG).write_text(
-        yaml.safe_dump({"controller": {"alertmanagers": [am.url]}})
-    )
+    (state / locate.UP_CONFIG).write_text(json.dumps({"controller": {"alertmanagers": [am.url]}}))
     user_config = tmp_path / "user.yaml"
     user_config.write_text("{}\n")
     argv = ["--config", str(user_config), "ack", "AgentwatchHostLoadHigh", "--state-dir",

@@ -26,7 +26,7 @@ def _tmux_server(socket: Path) -> int | None:
 
 # What an `up` writes when it starts (the running demo writes on in the others): the config
 # its children read, when the run's budget counts from, the lock itself.
-WRITTEN_AT_START = ("up-config.yaml", "demo/run-budget.json", "up.lock")
+WRITTEN_AT_START = ("up-config.json", "demo/run-budget.json", "up.lock")
 
 
 def _files(folder: Path) -> dict[str, tuple[int, int]]:
