@@ -2,7 +2,7 @@
 
 The scanner is an optional extension: built with the package where a compiler is found, and
 each of its callers (records, reader, store, tailer) falls back to its reference in Python
-when the import fails, with the same counts at a fraction of the speed. That fallback is
+when the import fails, with the same counts at about twice the CPU. That fallback is
 silent by design, so this is where it is made visible: the sentinel serves
 `agentwatch_ledger_fast_scanner_available` (1 loaded, 0 not), logs the reason once at the
 start, and `AgentwatchLedgerFastScannerMissing` fires on the 0.
