@@ -83,7 +83,7 @@ def threshold(name: str) -> str:
     return f"max by ({HOST}) (" + sel("agentwatch_alert_threshold", f'name="{name}"') + ")"
 
 
-def _aggregate(how: str, by: str, inner: str, *, fleet: bool = False) -> str:
+def aggregate(how: str, by: str, inner: str, *, fleet: bool = False) -> str:
     """`how by (instance, by) (inner)`; with `fleet`, the selected hosts together."""
     by = by if fleet else per_host(by)
     return f"{how} by ({by}) ({inner})" if by else f"{how}({inner})"
@@ -93,19 +93,19 @@ def rate(
     metric: str, *matchers: str, by: str = "", window: str = "$__rate_interval", fleet: bool = False
 ) -> str:
     """Per-second rate of a counter, summed per host (by `by`)."""
-    return _aggregate("sum", by, f"rate({sel(metric, *matchers)}[{window}])", fleet=fleet)
+    return aggregate("sum", by, f"rate({sel(metric, *matchers)}[{window}])", fleet=fleet)
 
 
 def increase(
     metric: str, *matchers: str, by: str = "", window: str = "$__range", fleet: bool = False
 ) -> str:
     """Increase of a counter over `window`, summed per host (by `by`)."""
-    return _aggregate("sum", by, f"increase({sel(metric, *matchers)}[{window}])", fleet=fleet)
+    return aggregate("sum", by, f"increase({sel(metric, *matchers)}[{window}])", fleet=fleet)
 
 
 def gauge_by(metric: str, *matchers: str, by: str = "", how: str = "max") -> str:
     """A gauge aggregated per host (by `by`): max keeps one value when several jobs serve it."""
-    return _aggregate(how, by, sel(metric, *matchers))
+    return aggregate(how, by, sel(metric, *matchers))
 
 
 def gauges_by(*matchers: str, by: str) -> Callable[[str], str]:
