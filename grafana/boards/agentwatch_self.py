@@ -12,6 +12,7 @@ from agentwatch.grafana.panels import (
     OK_FAILING,
     dashboard,
     hourly_bars,
+    mapping,
     stat,
     state_timeline,
     table,
@@ -28,6 +29,8 @@ from agentwatch.grafana.queries import (
     sel,
     target,
 )
+
+LOADED_MISSING = mapping({0: ("missing", "orange"), 1: ("loaded", "green")})
 
 
 def agentwatch_self() -> Dashboard:
@@ -129,28 +132,38 @@ def agentwatch_self() -> Dashboard:
             "Transcript files",
             "Transcript files the ledger follows.",
             level("agentwatch_ledger_files_tracked"),
-            w=6,
+            w=5,
         ),
         stat(
             "Transcript roots",
             "Transcript roots (…/projects) that exist; 0 means the ledger has nothing to read.",
             level("agentwatch_ledger_roots"),
-            w=6,
+            w=5,
             steps=[(None, "red"), (1, "green")],
         ),
         stat(
             "Read errors over the range",
             "Transcripts that vanished or were unreadable.",
             target(increase("agentwatch_ledger_read_errors_total", by="reason"), "{{reason}}"),
-            w=6,
+            w=5,
             text_mode="value_and_name",
         ),
         stat(
             "File resets over the range",
             "Transcripts re-read from the start because they were truncated or replaced.",
             target(increase("agentwatch_ledger_file_resets_total")),
-            w=6,
+            w=5,
             no_value="0",
+        ),
+        stat(
+            "C scanner",
+            "Whether the ledger's C scanner (_fastline) is loaded; missing: it reads with the "
+            "Python references, the same counts at about twice the CPU "
+            "(AgentwatchLedgerFastScannerMissing).",
+            level("agentwatch_ledger_fast_scanner_available"),
+            "none",
+            w=4,
+            mappings=LOADED_MISSING,
         ),
         hourly_bars(
             "Rejected lines per hour by reason",
