@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agentwatch.grafana.build import PANE_STATES
+from agentwatch.grafana.queries import PANE_STATES
 from tests.claude_spool import append, event
 from tests.conftest import run_cli, running_on
 from tests.dashboards import dashboard_queries

@@ -24,6 +24,7 @@ import pytest
 import requests
 import yaml
 
+from agentwatch.grafana.queries import DATASOURCE_UID, EXPLICIT_WINDOWS
 from tests.conftest import free_port
 from tests.dashboards import (
     AGGREGATIONS,
@@ -456,7 +457,7 @@ def test_ranges_follow_the_documented_choice(case: tuple) -> None:
 
     `$__interval` would undersample rate(); `$__range` in a graph would smear every point
     over the whole range; a fixed window is allowed only where an alert or quota defines it
-    (grafana/build.py EXPLICIT_WINDOWS).
+    (grafana/queries.py EXPLICIT_WINDOWS).
     """
     _, _, item = case
     parts = anatomy(item["expr"])
@@ -465,9 +466,9 @@ def test_ranges_follow_the_documented_choice(case: tuple) -> None:
         if selector.range is None:
             continue
         if item["instant"]:
-            allowed = {"$__range", *BUILD.EXPLICIT_WINDOWS}
+            allowed = {"$__range", *EXPLICIT_WINDOWS}
         else:
-            allowed = {"$__rate_interval", *BUILD.EXPLICIT_WINDOWS}
+            allowed = {"$__rate_interval", *EXPLICIT_WINDOWS}
         assert selector.range in allowed, f"[{selector.range}] on {selector.metric}"
 
 
@@ -703,7 +704,7 @@ def test_datasource_provisioning() -> None:
     assert document["apiVersion"] == 1
     (source,) = document["datasources"]
     assert source["type"] == "prometheus" and source["access"] == "proxy"
-    assert source["uid"] == BUILD.DATASOURCE_UID == "agentwatch-prometheus"
+    assert source["uid"] == DATASOURCE_UID == "agentwatch-prometheus"
     assert source["url"] == "http://127.0.0.1:9850"
     assert re.fullmatch(r"\d+s", source["jsonData"]["timeInterval"])
 

@@ -169,6 +169,7 @@ SENTINEL = Sentinel(
         "agentwatch_ledger_roots_missing",
         "agentwatch_ledger_roots_polled",
         "agentwatch_ledger_store_full",
+        "agentwatch_ledger_fast_scanner_available",
         "agentwatch_ledger_folded_series",
         "agentwatch_ledger_unreadable_dirs",
         "agentwatch_block_tokens",

@@ -38,6 +38,7 @@ from agentwatch.core import claude
 from agentwatch.core.config import Config
 from agentwatch.core.loop import Outcome
 from agentwatch.sentinels.contract import Context, SentinelError
+from agentwatch.sentinels.token_ledger import scanner
 from agentwatch.sentinels.token_ledger.full import StoreFull, is_full
 from agentwatch.sentinels.token_ledger.ledger import Ledger
 from agentwatch.sentinels.token_ledger.metrics import CounterText, families
@@ -272,6 +273,7 @@ class TokenLedger:
         self.roots = roots_of(context.config)
         log.info("reading transcripts under %s", ", ".join(str(r) for r in self.roots))
         warn_missing_roots(context.config, self.roots)
+        scanner.warn_if_missing(log)
         self.store_full = StoreFull(log, f"ledger database in {context.state_dir}")
         self.block_token_limit = settings["block_token_limit"]
         self.plan, self.estimate = settings["plan"], settings["block_limit_estimate"]
@@ -415,7 +417,7 @@ class TokenLedger:
             value=1 if self.store_full.full else 0,
         )
         if self.ledger is None:
-            return iter([full])
+            return iter([full, scanner.family()])
         polled = len(self.watch.polled) if self.watch is not None else 0
         size = self.ledger.store.size_bytes()
         assert self.windows is not None
@@ -423,7 +425,7 @@ class TokenLedger:
             families(self.ledger, size, self.counters, polled),
             # During a backfill, blocks it shuffles are computed again only now and then.
             self.windows.families(settle=self.reading is None),
-            [self.ledger.commit_seconds.family(), full],
+            [self.ledger.commit_seconds.family(), full, scanner.family()],
         )
 
     def close(self) -> None:

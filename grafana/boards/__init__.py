@@ -1,0 +1,1 @@
+"""One module per dashboard; grafana/build.py assembles them."""
