@@ -65,19 +65,18 @@ def prometheus_ui(listen: str, wait: float = 15.0) -> str:
     """The base URL of Prometheus' pages, ending in `/`. Upstream builds serve them at the
     root (/alerts, /rules, /targets); Debian's package only at /classic/..., and its root
     redirects there. Waits up to `wait` seconds for Prometheus to answer."""
-    import requests
+    from agentwatch.cli import loopback
 
     root = f"http://{listen}/"
     deadline = time.monotonic() + wait
     while True:
-        try:
-            reply = requests.get(root, allow_redirects=False, timeout=1.0)
-        except requests.RequestException:
+        reply = loopback.get(root)
+        if reply is None:
             if time.monotonic() >= deadline:
                 return root
             time.sleep(0.2)
             continue
-        if "/classic/" in reply.headers.get("Location", ""):
+        if "/classic/" in reply.location:
             return root + "classic/"
         return root
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentwatch.cli import common, demo_story, locate, remote_write, stack
+from agentwatch.cli import common, demo_story, locate, loopback, remote_write, stack
 from agentwatch.cli.exporter import spool_collector
 from agentwatch.controller import report
 from agentwatch.core import claude, config, paths, run_budget, single
@@ -191,14 +191,14 @@ def derived_config(
     The file is JSON (validated values are plain data), so no child loads a YAML parser."""
     import json
 
-    from agentwatch.demo import workload as demo_workload
-
     raw = _raw_config(args.config)
     extra: dict[str, Any] = {}
     if layout.stack and "alertmanagers" not in (raw.get("controller") or {}):
         # the stack's own Alertmanager, wherever stack.alertmanager_listen put it
         extra["controller"] = {"alertmanagers": [f"http://{cfg['stack']['alertmanager_listen']}"]}
     if layout.demo:
+        from agentwatch.demo import workload as demo_workload  # the demo's: not resident otherwise
+
         socket = str(layout.tmux_socket)
         agents = raw.get("agents") or {}
         extra = _merge(extra, {
@@ -373,28 +373,23 @@ def alerts_line(alerts: Any) -> str:
 
 def _fetch_alerts(alertmanager: str) -> Any:
     """Alertmanager's alert list, or None while it does not answer."""
-    import requests
-
+    reply = loopback.get(f"http://{alertmanager}/api/v2/alerts")
     try:
-        reply = requests.get(f"http://{alertmanager}/api/v2/alerts", timeout=1.0)
-        return reply.json() if reply.ok else None
-    except (requests.RequestException, ValueError):
+        return reply.json() if reply is not None and reply.ok else None
+    except ValueError:
         return None
 
 
 def _burn_effect(prometheus_api: str) -> float | None:
     """The throttled burn's current rate over its pre-throttle rate (the verifier's number)."""
-    import requests
-
+    reply = loopback.get(
+        f"{prometheus_api}/api/v1/query",
+        params={"query": "max(instance_session:agentwatch_burn_throttle_effect:ratio)"},
+    )
     try:
-        reply = requests.get(
-            f"{prometheus_api}/api/v1/query",
-            params={"query": "max(instance_session:agentwatch_burn_throttle_effect:ratio)"},
-            timeout=1.0,
-        )
-        result = reply.json()["data"]["result"] if reply.ok else []
+        result = reply.json()["data"]["result"] if reply is not None and reply.ok else []
         return float(result[0]["value"][1]) if result else None
-    except (requests.RequestException, ValueError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError):
         return None
 
 
