@@ -1,5 +1,6 @@
 """Who may import whom (docs/ARCHITECTURE.md), checked on every import in the package,
-including the ones inside functions:
+including the ones inside functions and the relative ones (`from . import x`, `from ..core
+import y`: resolved against the importing module's name):
 
 - `core` imports no other agentwatch package;
 - `exporter`, `sentinels`, `controller` and `demo` import `core` and themselves only;
@@ -7,8 +8,8 @@ including the ones inside functions:
   several sentinels use) and `sentinels.contract`; never another sentinel;
 - `cli` may import everything, and only `cli` imports `demo`.
 
-One named exception: the agent ledger publishes the token ledger's families for other agents,
-so its budget periods and its label folding are the token ledger's own modules (SIBLINGS).
+No exceptions: what two sentinels must agree on (the ledgers' shared families, budget
+periods, label folding, writer lock) is in `core`.
 """
 
 from __future__ import annotations
@@ -30,25 +31,44 @@ MAY_IMPORT = {
     "cli": set(PACKAGES),
 }
 
-# (sentinel, module of another sentinel it may import): docs/ARCHITECTURE.md, "agent-ledger".
-SIBLINGS = {
-    ("agent_ledger", "agentwatch.sentinels.token_ledger.spend"),
-    ("agent_ledger", "agentwatch.sentinels.token_ledger.fold"),
-}
 
-
-def imported(source: str) -> list[tuple[int, str]]:
-    """(line, module) of every absolute agentwatch import in the source."""
+def imported(source: str, module: str = "", package: bool = False) -> list[tuple[int, str]]:
+    """(line, module) of every agentwatch import in the source; relative ones are resolved
+    against `module`, the importer's name (`package`: its source is that package's
+    __init__.py)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            base = node.module
+        elif isinstance(node, ast.ImportFrom):
+            base = absolute(node, module, package)
             found += [(node.lineno, base)]
             # `from agentwatch.sentinels import resources` imports a sentinel package too
             found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
     return [(line, name) for line, name in found if name.startswith("agentwatch.")]
+
+
+def absolute(node: ast.ImportFrom, module: str, package: bool) -> str:
+    """The absolute name a `from ... import` reads from: `from ..core import y` in
+    agentwatch.sentinels.x is agentwatch.core (Python's own rule, importlib.util.resolve_name)."""
+    if node.level == 0:
+        return node.module or ""
+    parts = module.split(".") if package else module.split(".")[:-1]
+    if not module or node.level - 1 >= len(parts):
+        raise ValueError(f"{module}:{node.lineno}: relative import beyond the top package")
+    base = parts[: len(parts) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def problems(module: str, path: Path) -> list[str]:
+    """Every import of this module (file) that breaks the layers, as `file:line: why`."""
+    found = imported(path.read_text(encoding="utf-8"), module, path.name == "__init__.py")
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    return [
+        f"{shown}:{line}: imports {target}: {why}"
+        for line, target in found
+        if (why := violation(module, target)) is not None
+    ]
 
 
 def violation(importer: str, target: str) -> str | None:
@@ -73,15 +93,7 @@ def _within_sentinels(importer: str, target: str) -> str | None:
         return None if theirs == "shared" else "sentinels.shared may import only itself and core"
     if theirs in (mine, "shared", "contract"):
         return None
-    if any((mine, module) in SIBLINGS for module in _prefixes(target)):
-        return None
     return f"sentinel {mine} may not import {theirs} (only itself, shared and contract)"
-
-
-def _prefixes(module: str) -> list[str]:
-    """`a.b.c` -> a, a.b, a.b.c (`from x.fold import OTHER` names x.fold.OTHER)."""
-    parts = module.split(".")
-    return [".".join(parts[:n]) for n in range(1, len(parts) + 1)]
 
 
 def _part(module: str) -> str | None:
@@ -106,12 +118,7 @@ MODULES = modules()
 
 @pytest.mark.parametrize(("module", "path"), MODULES, ids=[name for name, _ in MODULES])
 def test_imports_follow_the_layers(module: str, path: Path) -> None:
-    problems = [
-        f"{path.relative_to(ROOT)}:{line}: imports {target}: {why}"
-        for line, target in imported(path.read_text(encoding="utf-8"))
-        if (why := violation(module, target)) is not None
-    ]
-    assert problems == []
+    assert problems(module, path) == []
 
 
 def test_the_layer_check_can_fail() -> None:
@@ -126,6 +133,9 @@ def test_the_layer_check_can_fail() -> None:
         ("agentwatch.sentinels.agent_ledger.main", "agentwatch.sentinels.token_ledger.ledger"): (
             "sentinel agent_ledger may not import token_ledger"
         ),
+        ("agentwatch.sentinels.agent_ledger.main", "agentwatch.sentinels.token_ledger.spend"): (
+            "sentinel agent_ledger may not import token_ledger"  # no sibling exception
+        ),
     }
     for (importer, target), why in cases.items():
         assert why in (violation(importer, target) or ""), (importer, target)
@@ -134,15 +144,47 @@ def test_the_layer_check_can_fail() -> None:
         ("agentwatch.sentinels.idle_error.panes", "agentwatch.sentinels.shared.tmux"),
         ("agentwatch.sentinels.registry", "agentwatch.sentinels.footprint"),
         ("agentwatch.controller.main", "agentwatch.core.loop"),
-        (
-            "agentwatch.sentinels.agent_ledger.main",
-            "agentwatch.sentinels.token_ledger.spend.PERIODS",
-        ),
+        ("agentwatch.sentinels.agent_ledger.main", "agentwatch.core.spend.PERIODS"),
     ]
     for importer, target in allowed:
         assert violation(importer, target) is None, (importer, target)
     source = "def f():\n    from agentwatch.sentinels.resources import tmux\n"
     assert (2, "agentwatch.sentinels.resources.tmux") in imported(source)  # lazy imports count
+
+
+def test_relative_imports_are_resolved_and_checked(tmp_path: Path) -> None:
+    """`from ..token_ledger import ledger` is the same import as the absolute one: it fails
+    the same way, from a real file through the check every module gets."""
+    cases = {
+        # (importer, is __init__.py, source) -> resolved names
+        ("agentwatch.sentinels.agent_ledger.qwen", False, "from . import ccusage_rules\n"): [
+            "agentwatch.sentinels.agent_ledger",
+            "agentwatch.sentinels.agent_ledger.ccusage_rules",
+        ],
+        ("agentwatch.sentinels.agent_ledger", True, "from .base import AgentUsage\n"): [
+            "agentwatch.sentinels.agent_ledger.base",
+            "agentwatch.sentinels.agent_ledger.base.AgentUsage",
+        ],
+        ("agentwatch.sentinels.otel.fold", False, "from ...core import spool\n"): [
+            "agentwatch.core",
+            "agentwatch.core.spool",
+        ],
+    }
+    for (module, package, source), names in cases.items():
+        assert [name for _, name in imported(source, module, package)] == names, source
+    bad = tmp_path / "agentwatch" / "sentinels" / "agent_ledger" / "bad.py"
+    bad.parent.mkdir(parents=True)
+    for source, why in {
+        "from ..token_ledger import ledger\n": "sentinel agent_ledger may not import token_ledger",
+        "def f():\n    from ...controller import state\n": "sentinels may not import controller",
+        "from .. import resources\n": "sentinel agent_ledger may not import resources",
+    }.items():
+        bad.write_text(source, encoding="utf-8")
+        found = problems("agentwatch.sentinels.agent_ledger.bad", bad)
+        assert found and all(why in line for line in found), (source, found)
+    bad.write_text("from .... import core\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="beyond the top package"):
+        problems("agentwatch.sentinels.agent_ledger.bad", bad)
 
 
 def test_every_package_folder_is_checked() -> None:
