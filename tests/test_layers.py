@@ -15,6 +15,9 @@ periods, label folding, writer lock) is in `core`.
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -191,6 +194,27 @@ def test_every_package_folder_is_checked() -> None:
     checked = {name.split(".")[1] for name, _ in MODULES}
     assert checked == set(PACKAGES + DATA)
     assert len(MODULES) > 100
+
+
+def test_agentwatch_resolves_from_the_checkout() -> None:
+    """`agentwatch/<folder>` is a committed relative symlink to each package folder, so every
+    module's name is a path from the checkout's root (what mypy and an editor follow), and
+    Python finds it with nothing installed (-S: no site-packages, no editable finder)."""
+    entries = list((ROOT / "agentwatch").iterdir())
+    links = {path.name: os.readlink(path) for path in entries if path.is_symlink()}
+    assert links == {folder: f"../{folder}" for folder in PACKAGES + DATA}
+    others = {path.name for path in entries if not path.is_symlink()}
+    assert others <= {"__init__.py", "__pycache__"} and (ROOT / "agentwatch/__init__.py").is_file()
+    for module, path in MODULES:
+        named = ROOT.joinpath(*module.split("."))
+        found = named / "__init__.py" if path.name == "__init__.py" else named.with_suffix(".py")
+        assert found.resolve() == path.resolve(), module
+    code = "import agentwatch.core.fold as m; print(m.__file__)"
+    ran = subprocess.run(
+        [sys.executable, "-S", "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == str(ROOT / "agentwatch" / "core" / "fold.py")
 
 
 def test_benchmarks_import_without_path_tricks() -> None:
