@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> int:
         from agentwatch.cli import statusline
 
         return statusline.main(args[1:])
+    from agentwatch.core import lazy_prometheus
+
+    lazy_prometheus.install()  # a sentinel or the controller never loads its HTTP parts
     from agentwatch.cli.main import main as full
 
     return full(args)

@@ -24,9 +24,11 @@ from agentwatch.cli.mcp_alerts import AlertCache
 from agentwatch.controller import spend as spend_module
 from agentwatch.controller.alerts import Alert, AlertReader
 from agentwatch.controller.web import redact
-from agentwatch.core import config, run_budget, spool
+from agentwatch.core import config, run_budget, spool_readers
 
-LEDGER, HOOKS, RESOURCES = "token-ledger", "claude-sessions", "resources"
+# The spool files read here, as core/spool_readers.py declares them for every outside reader.
+LEDGER, HOOKS = spool_readers.TOKEN_LEDGER, spool_readers.CLAUDE_SESSIONS
+RESOURCES, CONTROLLER = spool_readers.RESOURCES, spool_readers.CONTROLLER
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 ALERT_TIMEOUT = 2.0  # seconds for each Alertmanager: an agent waits for the answer
 SESSION_FAMILIES = (
@@ -54,7 +56,7 @@ def samples(
     try:
         return mcp_spool.read(spool_dir, sentinel, names, contains)
     except (OSError, ValueError) as err:
-        path = spool.spool_path(spool_dir, sentinel)
+        path = spool_readers.path(spool_dir, sentinel)
         raise Unanswerable(f"the {sentinel} spool file {path} is unusable: {err}") from None
 
 
@@ -165,7 +167,7 @@ def budget(src: Sources, now: float) -> dict[str, Any]:
     if spent is None:
         raise Unanswerable(
             f"no spend known: the {LEDGER} spool file under {src.spool_dir} is missing or has "
-            f"no {spend_module.SPEND_METRIC} (is the token ledger running?)"
+            f"no {spool_readers.SPEND} (is the token ledger running?)"
         )
     unlimited = limit <= 0
     return {
@@ -185,8 +187,8 @@ def _spent(spool_dir: Path, period: str) -> float | None:
     """What the budget guard counts (controller/spend.py): the token ledger's
     agentwatch_spend_usd{period} plus the agent ledger's; None when neither file has it."""
     total: float | None = None
-    for sentinel in (LEDGER, spend_module.AGENT_LEDGER):
-        found = samples(spool_dir, sentinel, (spend_module.SPEND_METRIC + "{",)) or []
+    for sentinel in (LEDGER, spool_readers.AGENT_LEDGER):
+        found = samples(spool_dir, sentinel, (spool_readers.SPEND + "{",)) or []
         values = [v for _, labels, v in found if labels.get("period") == period and v >= 0]
         if values:
             total = (total or 0.0) + sum(values)
@@ -268,7 +270,7 @@ def task_deadline(src: Sources, task: str) -> float:
     /tasks); Unanswerable when the controller does not know one."""
     if not SESSION_ID.match(task):
         raise Unanswerable("task must be an orchestrator task id (letters, digits, ._:-)")
-    found = samples(src.spool_dir, "controller", (TASK_DEADLINE + "{",), f'task="{task}"')
+    found = samples(src.spool_dir, CONTROLLER, (TASK_DEADLINE + "{",), f'task="{task}"')
     values = [v for _, labels, v in found or [] if labels.get("task") == task]
     if not values:
         raise Unanswerable(

@@ -15,7 +15,7 @@ import os
 import re
 from pathlib import Path
 
-from agentwatch.core import bounded, spool
+from agentwatch.core import bounded, spool, spool_readers
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(,|$)')
@@ -74,7 +74,7 @@ def read(
     (bad UTF-8, BadLine) when the file is there but unusable. A file unchanged since the
     same question (inode, size, mtime: sentinels replace their file, never edit it) is not
     read again."""
-    path = spool.spool_path(spool_dir, sentinel)
+    path = spool_readers.path(spool_dir, sentinel)
     key = (str(path), names, contains)
     try:
         stat = os.stat(path)

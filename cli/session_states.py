@@ -14,14 +14,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from agentwatch.core import bounded, spool
+from agentwatch.core import spool_readers
 
-HOOK_SENTINEL, PANE_SENTINEL = "claude-sessions", "idle-error"
+# The two spool files merged here, named where every outside reader finds them.
+HOOK_SENTINEL, PANE_SENTINEL = spool_readers.CLAUDE_SESSIONS, spool_readers.IDLE_ERROR
 PANE_CALM = frozenset({"working", "idle"})  # the pane states that are not stalls
 HOOK_DIRECT = frozenset({"waiting_for_permission", "compacting", "failed", "ended"})
 
 
-Samples = list[tuple[str, dict[str, str], float]]
+Samples = spool_readers.Samples
 
 
 @dataclass(frozen=True)
@@ -37,17 +38,6 @@ class Row:
         return asdict(self)
 
 
-def _samples(spool_dir: Path, sentinel: str) -> Samples:
-    try:
-        text = spool.decode(
-            bounded.read_bytes(spool.spool_path(spool_dir, sentinel), bounded.SPOOL_LIMIT)
-        )
-        families = spool.parse_text(text)
-    except (OSError, ValueError):
-        return []
-    return [(s.name, dict(s.labels), s.value) for family in families for s in family.samples]
-
-
 def _states(
     samples: Samples, family: str, key: tuple[str, ...]
 ) -> dict[tuple[str, ...], list[Any]]:
@@ -57,21 +47,23 @@ def _states(
         ident = tuple(labels.get(part, "") for part in key)
         if name == family and value == 1:
             found.setdefault(ident, [None, None, labels])[0] = labels["state"]
-        elif name == f"{family}_since_timestamp_seconds":
+        elif name == family + spool_readers.SINCE:
             found.setdefault(ident, [None, None, labels])[1] = value
     return {ident: item for ident, item in found.items() if item[0] is not None}
 
 
 def merged(spool_dir: Path) -> list[Row]:
-    hook_samples = _samples(spool_dir, HOOK_SENTINEL)
-    hooks = _states(hook_samples, "agentwatch_claude_session_state", ("session", "project"))
+    hook_samples = spool_readers.samples(spool_dir, HOOK_SENTINEL)
+    hooks = _states(hook_samples, spool_readers.CLAUDE_SESSION_STATE, ("session", "project"))
     panes_of = {
         (labels["session"], labels["project"]): labels.get("pane", "")
         for name, labels, _ in hook_samples
-        if name == "agentwatch_claude_session_info"
+        if name == spool_readers.CLAUDE_SESSION_INFO
     }
     panes = _states(
-        _samples(spool_dir, PANE_SENTINEL), "agentwatch_pane_state", ("tmux_session", "pane")
+        spool_readers.samples(spool_dir, PANE_SENTINEL),
+        spool_readers.PANE_STATE,
+        ("tmux_session", "pane"),
     )
     by_pane = {ident[1]: item for ident, item in panes.items()}
     rows: list[Row] = []

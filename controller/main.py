@@ -34,14 +34,14 @@ from agentwatch.controller.continuation import ContinuationReader
 from agentwatch.controller.nudge import Nudger
 from agentwatch.controller.spend import SpendReader
 from agentwatch.controller.web import redact
-from agentwatch.core import claude, paths
+from agentwatch.core import claude, paths, spool_readers
 from agentwatch.core.config import Config
 from agentwatch.core.http import ListenError
 from agentwatch.core.log import FailureGate
 from agentwatch.core.loop import Loop, Outcome
 from agentwatch.core.team import controller_match
 
-NAME = "controller"
+NAME = spool_readers.CONTROLLER  # its loop, its spool file (`controller.prom`: mcp reads it)
 log = logging.getLogger("agentwatch.controller")
 
 

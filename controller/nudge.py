@@ -16,8 +16,8 @@ its transcript grows again. No pane text is ever read.
 
 Never into a working session: an alert lags the pane by its `for:` and a scrape or two, so
 right before sending, the pane's current state is read from the idle-error sentinel's own spool
-file. A pane it sees `working` or `idle` again gets no message (the alert will resolve); a
-pane it does not know (no fresh file) is nudged as the alert says.
+file (through core/spool_readers.py). A pane it sees `working` or `idle` again gets no message
+(the alert will resolve); a pane it does not know (no fresh file) is nudged as the alert says.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 
 from agentwatch.controller.policy import NudgeTarget
 from agentwatch.controller.state import Memory
-from agentwatch.core import bounded, claude, spool
+from agentwatch.core import claude, spool_readers
 from agentwatch.core.log import FailureGate
 
 log = logging.getLogger("agentwatch.controller")
@@ -42,7 +42,6 @@ RESULTS = ("sent", "grew", "escalated", "skipped")
 TMUX_TIMEOUT = 5.0
 MAX_BACKOFF = 86400.0
 FORGET_AFTER = 86400.0
-PANE_STATES = "idle-error"  # the sentinel whose spool file says what each pane does now
 FRESH_FOR = 60.0  # an older file says nothing about now
 BUSY = ("working", "idle")  # not stalled (any more): a message would land in a live turn
 
@@ -103,21 +102,7 @@ def pane_state(spool_dir: Path | None, session: str, pane: str, now: float) -> s
     """The pane's state as the idle-error sentinel last wrote it, or None when unknown."""
     if spool_dir is None:
         return None
-    path = spool.spool_path(spool_dir, PANE_STATES)
-    try:
-        if now - path.stat().st_mtime > FRESH_FOR:
-            return None
-        families = spool.parse_text(bounded.read_text(path, bounded.SPOOL_LIMIT))
-    except (OSError, UnicodeDecodeError, spool.SpoolParseError):
-        return None
-    wanted = {"pane": pane, "tmux_session": session}
-    for family in families:
-        for sample in family.samples:
-            labels = sample.labels
-            ours = all(labels.get(key) == value for key, value in wanted.items())
-            if sample.name == "agentwatch_pane_state" and sample.value == 1 and ours:
-                return labels.get("state")
-    return None
+    return spool_readers.pane_state(spool_dir, session, pane, now, FRESH_FOR)
 
 
 def transcript_bytes(folders: Iterable[Path]) -> int:

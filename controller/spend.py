@@ -16,17 +16,16 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentwatch.core import run_budget
-from agentwatch.core.bounded import SPOOL_LIMIT, FileRefused, read_text
+from agentwatch.core import run_budget, spool_readers
+from agentwatch.core.bounded import FileRefused
 from agentwatch.core.log import FailureGate
-from agentwatch.core.spool import SpoolParseError, parse_text, spool_path
+from agentwatch.core.spool import SpoolParseError
 
 log = logging.getLogger("agentwatch.controller")
 
-LEDGER = "token-ledger"  # the sentinel whose spool file says what Claude Code spent
-AGENT_LEDGER = "agent-ledger"  # ...and what the other agent CLIs spent (optional)
-OTEL = "otel"  # ...and Claude Code sessions that wrote no transcript (optional; never twice)
-SPEND_METRIC = "agentwatch_spend_usd"
+# The spool files that say what was spent, and the family: core/spool_readers.py declares them.
+LEDGER, AGENT_LEDGER, OTEL = spool_readers.SPEND_FILES
+SPEND_METRIC = spool_readers.SPEND
 PERIODS = ("day", "week", "month", "run")
 ORCHESTRATOR = "orchestrator"  # the period label when only the orchestrator knows the spend
 
@@ -46,26 +45,14 @@ def resolve_period(configured: str, run: run_budget.Run) -> str:
     return configured
 
 
-def ledger_spend(text: str, period: str) -> float | None:
-    """agentwatch_spend_usd{period} from exposition text, summed over its agents; None when
-    the file lacks it. Raises SpoolParseError when the text is not a valid exposition."""
-    values = [
-        float(sample.value)
-        for family in parse_text(text)
-        if family.name == SPEND_METRIC
-        for sample in family.samples
-        if sample.labels.get("period") == period and sample.value >= 0
-    ]
-    return sum(values) if values else None
-
-
 class SpendReader:
     """Reads the ledger's spool file each cycle; its failures are logged once per episode."""
 
     def __init__(self, spool_dir: Path, state_dir: Path, period: str):
-        self.path = spool_path(spool_dir, LEDGER)
-        self.agents_path = spool_path(spool_dir, AGENT_LEDGER)
-        self.otel_path = spool_path(spool_dir, OTEL)
+        self.spool_dir = spool_dir
+        self.path = spool_readers.path(spool_dir, LEDGER)
+        self.agents_path = spool_readers.path(spool_dir, AGENT_LEDGER)
+        self.otel_path = spool_readers.path(spool_dir, OTEL)
         self.state_dir = state_dir
         self.period = period
         self.gate = FailureGate(log, f"ledger spend from {self.path}")
@@ -87,20 +74,26 @@ class SpendReader:
         the sessions the ledger cannot see, so nothing counts twice)."""
         # Without a cap, no ledger file (disabled, not started yet) is no news; the agent
         # ledger's file is missing wherever no other agent CLI is installed.
-        claude = self._spend_in(self.path, period, self.gate, required=True, guarding=guarding)
-        others = self._spend_in(self.agents_path, period, self.agents_gate, required=False)
-        headless = self._spend_in(self.otel_path, period, self.otel_gate, required=False)
+        claude = self._spend_in(LEDGER, period, self.gate, required=True, guarding=guarding)
+        others = self._spend_in(AGENT_LEDGER, period, self.agents_gate, required=False)
+        headless = self._spend_in(OTEL, period, self.otel_gate, required=False)
         if claude is None and others is None and headless is None:
             return None
         return (claude or 0.0) + (others or 0.0) + (headless or 0.0)
 
     def _spend_in(
-        self, path: Path, period: str, gate: FailureGate, *, required: bool, guarding: bool = False
+        self,
+        sentinel: str,
+        period: str,
+        gate: FailureGate,
+        *,
+        required: bool,
+        guarding: bool = False,
     ) -> float | None:
         """The spend one spool file states; `required`: its absence is worth a warning (the
         token ledger's, while a cap is set), not so the agent ledger's."""
         try:
-            text = read_text(path, SPOOL_LIMIT)
+            text = spool_readers.read_text(self.spool_dir, sentinel)
         except FileNotFoundError:
             if required and guarding:
                 gate.failed("no such file (is the token ledger running?)")
@@ -112,7 +105,7 @@ class SpendReader:
             gate.failed(f"unreadable ({type(err).__name__})")
             return None
         try:
-            value = ledger_spend(text, period)
+            value = spool_readers.spend_usd(text, period)
         except SpoolParseError as err:
             gate.failed(f"not a valid exposition ({err})")
             return None

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 from prometheus_client.parser import _parse_sample, text_string_to_metric_families
 from prometheus_client.utils import floatToGoString
@@ -38,7 +37,19 @@ _LABEL_ESCAPES = str.maketrans(
         '"': '\\"',
     }
 )
-_SIMPLE_TYPES = {"counter": "_total", "gauge": "", "info": "_info"}
+# Each family type this module renders itself: the suffix of its exposed name, and the TYPE
+# the text format gives it (as prometheus_client's generate_latest does).
+_RENDERED = {
+    "counter": ("_total", "counter"),
+    "gauge": ("", "gauge"),
+    "info": ("_info", "gauge"),
+    "histogram": ("", "histogram"),
+    "summary": ("", "summary"),
+    "unknown": ("", "untyped"),
+}
+# Samples generate_latest moves out of their family (OpenMetrics-only series), or writes with
+# a timestamp: the library renders a family that has any.
+_MOVED_SUFFIXES = ("_created", "_gsum", "_gcount")
 
 
 class _Families:
@@ -49,6 +60,16 @@ class _Families:
 
     def collect(self) -> Iterable[Metric]:
         return self._families
+
+
+def _rendered_here(family: Metric) -> tuple[str, str] | None:
+    kind = _RENDERED.get(family.type)
+    if kind is None:
+        return None
+    for sample in family.samples:
+        if sample.timestamp is not None or sample.name.endswith(_MOVED_SUFFIXES):
+            return None
+    return kind
 
 
 def sample_line(name: str, labels: dict[str, str], value: float) -> str:
@@ -67,28 +88,28 @@ def family_header(name: str, documentation: str, kind: str) -> str:
 
 def render(families: Iterable[Metric | str]) -> str:
     """The text exposition of families, byte for byte what prometheus_client's
-    generate_latest gives, but several times faster for plain counters and gauges: a
-    sentinel rewrites its file for every change, so this is on the hot path. A `str` item is
-    exposition text rendered earlier (a sentinel's cache of unchanged series). Any other
-    family type goes through prometheus_client itself."""
+    generate_latest gives, but several times faster: a sentinel rewrites its file for every
+    change, so this is on the hot path, and a sentinel that never needs generate_latest never
+    loads the library's HTTP and WSGI parts (core/lazy_prometheus.py). A `str` item is
+    exposition text rendered earlier (a sentinel's cache of unchanged series). A family with
+    timestamps, OpenMetrics-only samples or another type goes through prometheus_client."""
     out: list[str] = []
     for family in families:
         if isinstance(family, str):
             out.append(family)
             continue
-        suffix = _SIMPLE_TYPES.get(family.type)
-        if suffix is None:
+        kind = _rendered_here(family)
+        if kind is None:
+            from prometheus_client import CollectorRegistry, generate_latest
+
             registry = CollectorRegistry(auto_describe=False)
             registry.register(_Families([family]))
             out.append(generate_latest(registry).decode())
             continue
-        name = family.name + suffix
-        out.append(family_header(name, family.documentation, _TYPE_NAMES[family.type]))
+        suffix, type_name = kind
+        out.append(family_header(family.name + suffix, family.documentation, type_name))
         out.extend(sample_line(s.name, s.labels, s.value) for s in family.samples)
     return "".join(out)
-
-
-_TYPE_NAMES = {"counter": "counter", "gauge": "gauge", "info": "gauge"}
 
 
 def spool_path(spool_dir: Path, sentinel: str) -> Path:

@@ -4,8 +4,10 @@ escalation, backoff, allow-list."""
 from __future__ import annotations
 
 import logging
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -15,9 +17,12 @@ from typing import Any
 import pytest
 
 from agentwatch.controller import state
-from agentwatch.controller.nudge import Nudger, Tmux, transcript_bytes
+from agentwatch.controller.nudge import FRESH_FOR, Nudger, Tmux, pane_state, transcript_bytes
 from agentwatch.controller.policy import NudgeTarget, State
+from agentwatch.core import spool_readers
 from agentwatch.core.claude import slug
+from tests.conftest import run_cli
+from tests.test_idle_error import TmuxServer, program
 
 # A stand-in agent: every line typed into its pane is appended to its transcript.
 AGENT = (
@@ -160,3 +165,36 @@ def test_blind_cycles_neither_start_nor_end_episodes(
     assert memory.counters["nudges"] == {"sent": 1}
     nudger.step([], live=False, now=130)  # verification still runs while blind
     assert memory.counters["nudges"] == {"sent": 1, "escalated": 1}
+
+
+def test_the_pane_state_is_the_real_idle_error_file_through_the_reader(
+    workdirs: dict[str, Path], tmp_path: Path
+) -> None:
+    """The nudge's last look before typing is the idle-error sentinel's own spool file, read
+    through core/spool_readers.py: the state of that pane of that session while the file is
+    fresh, else nothing (the alert decides)."""
+    folder = Path(tempfile.mkdtemp(prefix="aw-nd-"))  # short: socket paths are < 108 bytes
+    server = TmuxServer(folder)
+    try:
+        claude = program(tmp_path / "bin", "claude")
+        err = server.pane("err", claude, "api_error_500.txt")
+        busy = server.pane("busy", claude, "working_spinner.txt")
+        config = tmp_path / "config.yaml"
+        config.write_text(f"agents: {{tmux_sockets: [{server.sock}], names: [claude]}}\n")
+        ran = run_cli(
+            "--config", str(config), "sentinel", "idle-error", "--once",
+            "--spool-dir", str(workdirs["spool"]), "--state-dir", str(workdirs["state"]),
+            env=server.env,
+        )  # fmt: skip
+        assert ran.returncode == 0, ran.stderr
+    finally:
+        server.kill()
+        shutil.rmtree(folder, ignore_errors=True)
+    spool, now = workdirs["spool"], time.time()
+    assert pane_state(spool, "err", err, now) == "api_error"
+    assert pane_state(spool, "busy", busy, now) == "working"
+    assert pane_state(spool, "busy", err, now) is None  # that pane is not in that session
+    assert pane_state(spool, "err", err, now + FRESH_FOR + 5) is None  # stale: says nothing
+    assert pane_state(None, "err", err, now) is None
+    spool_readers.path(spool, spool_readers.IDLE_ERROR).write_text("agentwatch_pane_state{ 1\n")
+    assert pane_state(spool, "err", err, time.time()) is None  # unusable: the alert decides

@@ -230,7 +230,12 @@ def test_a_spool_file_cannot_fake_the_filesystem_series(tmp_path: Path) -> None:
 
 def test_render_is_byte_identical_to_prometheus_client() -> None:
     from prometheus_client import CollectorRegistry, generate_latest
-    from prometheus_client.metrics_core import InfoMetricFamily, SummaryMetricFamily
+    from prometheus_client.metrics_core import (
+        HistogramMetricFamily,
+        InfoMetricFamily,
+        StateSetMetricFamily,
+        SummaryMetricFamily,
+    )
 
     counter = CounterMetricFamily("agentwatch_c", "help with \\ and\nnewline", labels=["b", "a"])
     counter.add_metric(['quote " back \\ nl \n', "ünïcödé ✓"], 3)
@@ -242,11 +247,15 @@ def test_render_is_byte_identical_to_prometheus_client() -> None:
         odd.add_metric([str(index)], value)
     info = InfoMetricFamily("agentwatch_build", "info help")
     info.add_metric([], {"version": "1.2.3"})
-    summary = SummaryMetricFamily(
-        "agentwatch_s", "falls back to the library", count_value=2, sum_value=3.5
-    )
+    summary = SummaryMetricFamily("agentwatch_s", "summary help", count_value=2, sum_value=3.5)
+    histogram = HistogramMetricFamily("agentwatch_hist", "histogram help", labels=["model"])
+    histogram.add_metric(["m"], buckets=[("0.5", 1), ("+Inf", 3)], sum_value=2.25)
+    stamped = GaugeMetricFamily("agentwatch_t", "falls back: a timestamp", labels=["k"])
+    stamped.add_metric(["v"], 1, timestamp=1767225600.5)
+    created = CounterMetricFamily("agentwatch_made", "falls back: _created", created=1767225600)
+    states = StateSetMetricFamily("agentwatch_state", "falls back: a state set", value={"a": True})
     empty = CounterMetricFamily("agentwatch_none", "no samples yet", labels=["x"])
-    families = [counter, gauge, odd, info, summary, empty]
+    families = [counter, gauge, odd, info, summary, histogram, stamped, created, states, empty]
 
     class Fixed:
         def collect(self):

@@ -6,7 +6,10 @@ import y`: resolved against the importing module's name):
 - `exporter`, `sentinels`, `controller` and `demo` import `core` and themselves only;
 - a sentinel package imports only itself, `sentinels.shared` (the host-inspection helpers
   several sentinels use) and `sentinels.contract`; never another sentinel;
-- `cli` may import everything, and only `cli` imports `demo`.
+- `cli` may import everything, and only `cli` imports `demo`;
+- a sentinel's spool file is named only in its own package and in `core/spool_readers.py`,
+  the declared reader every other component reads it through, and every family that reader
+  reads is one its sentinel declares.
 
 No exceptions: what two sentinels must agree on (the ledgers' shared families, budget
 periods, label folding, writer lock) is in `core`.
@@ -229,3 +232,129 @@ def test_benchmarks_import_without_path_tricks() -> None:
             ):
                 pytest.fail(f"{path.relative_to(ROOT)}:{node.lineno} changes sys.path")
         assert "from tests" not in path.read_text(encoding="utf-8"), path
+
+
+# -- the spool files: who may name them -----------------------------------------------------
+
+READER = "agentwatch.core.spool_readers"  # the declared reader (docs/ARCHITECTURE.md)
+# The code that may read a file at run time; the data folders' code (grafana/build.py) builds
+# dashboards over Prometheus and reads no spool, its legends name sentinels.
+CODE = [(name, path) for name, path in MODULES if name.split(".")[1] in PACKAGES]
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the constants that are docstrings (prose may mention a file)."""
+    found = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        first = body[0] if isinstance(body, list) and body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+            found.add(id(first.value))
+    return found
+
+
+def _config_sections(tree: ast.AST) -> set[int]:
+    """ids of the constants that name a sentinel's config section or a path segment, not its
+    spool file: `cfg.sentinel("otel")`, `{"sentinels": {"token-ledger": ...}}`,
+    `home / ".copilot" / "otel"`."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "sentinel" and node.args:
+                found.add(id(node.args[0]))
+        elif isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                config = isinstance(key, ast.Constant) and key.value == "sentinels"
+                if config and isinstance(value, ast.Dict):
+                    found.update(id(k) for k in value.keys if k is not None)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            found.update(id(side) for side in (node.left, node.right))
+    return found
+
+
+def spool_names(source: str, names: set[str]) -> list[tuple[int, str]]:
+    """(line, literal) of every string literal naming one of the spool files: a sentinel's
+    name (`"idle-error"`, as `spool_path` and the readers take it) or its file name
+    (`"idle-error.prom"`, anywhere in the literal), and every call of `spool_path`."""
+    tree = ast.parse(source)
+    prose, sections = _docstrings(tree), _config_sections(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in prose:
+            text = node.value
+            named = text in names and id(node) not in sections
+            if named or any(f"{name}.prom" in text for name in names):
+                found.append((node.lineno, text))
+        elif isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called == "spool_path":
+                found.append((node.lineno, "spool_path()"))
+    return found
+
+
+def spool_violation(module: str, literal: str) -> str | None:
+    """Why `module` must not name the spool file `literal`, or None when it may: the reader,
+    the spool format itself, and the sentinel that writes the file."""
+    if module in (READER, "agentwatch.core.spool"):
+        return None
+    sentinel = literal.removesuffix(".prom").rsplit("/", 1)[-1]
+    own = "agentwatch.sentinels." + sentinel.replace("-", "_")
+    if literal != "spool_path()" and (module == own or module.startswith(own + ".")):
+        return None
+    return f"names a spool file outside its sentinel: read it through {READER}"
+
+
+def _sentinels() -> dict[str, tuple[str, ...]]:
+    from agentwatch.sentinels import registry
+
+    return {name: tuple(item.metrics) for name, item in registry.sentinels().items()}
+
+
+def test_spool_files_are_named_only_by_their_writer_and_the_reader() -> None:
+    names = set(_sentinels())
+    problems = [
+        f"{path.relative_to(ROOT)}:{line}: {literal!r}: {why}"
+        for module, path in CODE
+        for line, literal in spool_names(path.read_text(encoding="utf-8"), names)
+        if (why := spool_violation(module, literal)) is not None
+    ]
+    assert problems == []
+    assert len(CODE) > 100
+
+
+def test_the_reader_reads_what_the_sentinels_declare() -> None:
+    from agentwatch.core import spool_readers
+
+    declared = _sentinels()
+    assert set(spool_readers.READS) <= set(declared)
+    for sentinel, families in spool_readers.READS.items():
+        assert set(families) <= set(declared[sentinel]), sentinel
+    for sentinel in spool_readers.SPEND_FILES:
+        assert spool_readers.SPEND in spool_readers.READS[sentinel]
+
+
+def test_the_spool_check_can_fail() -> None:
+    names = set(_sentinels())
+    bad = {
+        "agentwatch.controller.nudge": 'PANES = "idle-error"\n',
+        "agentwatch.cli.status": 'path = spool_dir / "token-ledger.prom"\n',
+        "agentwatch.cli.report": 'path = f"{spool_dir}/agent-ledger.prom"\n',
+        "agentwatch.sentinels.otel.main": 'x = read(d, "token-ledger")\n',
+        "agentwatch.sentinels.idle_error.main": "p = spool.spool_path(d, NAME)\n",
+    }
+    for module, source in bad.items():
+        found = spool_names(source, names)
+        assert found, source
+        assert all("read it through" in (spool_violation(module, lit) or "") for _, lit in found)
+    not_files = [  # a config section, a path segment, prose
+        'settings = cfg.sentinel("token-ledger")\n',
+        'EXTRA = {"sentinels": {"token-ledger": {"block_token_limit": 1}}}\n',
+        'p = home / ".copilot" / "otel"\n',
+        '"""Reads token-ledger.prom through the reader."""\n',
+    ]
+    for source in not_files:
+        assert spool_names(source, names) == [], source
+    assert spool_violation("agentwatch.sentinels.idle_error.main", "idle-error") is None
+    assert spool_violation(READER, "token-ledger") is None
+    assert spool_violation("agentwatch.sentinels.token_ledger.main", "idle-error") is not None

@@ -1,5 +1,6 @@
-"""What the README says about privacy and prices agrees with what the code writes: the hook
-stores a tool input's hash salted per install, and most price entries' pages show no date."""
+"""What the docs say about privacy and prices agrees with what the code writes: the hook
+stores a tool input's hash salted per install (docs/install.md), and most price entries' pages
+show no date (docs/counting.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 from agentwatch.core import claude_events
 
 ROOT = Path(__file__).resolve().parents[1]
-README = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+COUNTING = " ".join((ROOT / "docs/counting.md").read_text(encoding="utf-8").split())
+INSTALL = " ".join((ROOT / "docs/install.md").read_text(encoding="utf-8").split())
 
 
 def _page_dates() -> list[str]:
@@ -30,15 +32,15 @@ def _page_dates() -> list[str]:
     return found
 
 
-def test_the_readme_does_not_claim_a_date_the_pages_do_not_show() -> None:
+def test_the_docs_do_not_claim_a_date_the_pages_do_not_show() -> None:
     dates = _page_dates()
     undated = [value for value in dates if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value)]
-    assert dates and undated, "every entry has its page's date now: the README may say so"
-    assert "that page's date" not in README
-    assert "most stored pages show none" in README
+    assert dates and undated, "every entry has its page's date now: the docs may say so"
+    assert "that page's date" not in COUNTING
+    assert "most stored pages show none" in COUNTING
 
 
-def test_the_readme_says_the_hook_keeps_a_salted_input_hash() -> None:
-    never = README.split("Never recorded:", 1)[1][:600]
+def test_the_install_page_says_the_hook_keeps_a_salted_input_hash() -> None:
+    never = INSTALL.split("Never recorded:", 1)[1][:600]
     assert claude_events.INPUT_HASH in never and "salted with a secret of this install" in never
     assert f"claude-events/{claude_events.SALT}" in never

@@ -1,5 +1,5 @@
 """Lists of sentinel units written by hand are kept whole against sentinels/registry.py: the
-sentinel unit template's comment and the README's enable and disable commands (following an
+sentinel unit template's comment and docs/install.md's enable and disable commands (following an
 incomplete one leaves units running, or never started)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from agentwatch.cli import assets
 from agentwatch.cli.install import sentinel_unit
 from agentwatch.sentinels import registry
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+INSTALL_PAGE = Path(__file__).resolve().parents[1] / "docs" / "install.md"
 
 
 def test_the_sentinel_template_names_every_loop_sentinel() -> None:
@@ -25,8 +25,8 @@ def test_the_sentinel_template_names_every_loop_sentinel() -> None:
 
 
 def _command(verb: str) -> str:
-    """The README's `systemctl --user VERB --now agentwatch-exporter.service …` command."""
-    text = README.read_text(encoding="utf-8")
+    """docs/install.md's `systemctl --user VERB --now agentwatch-exporter.service …` command."""
+    text = INSTALL_PAGE.read_text(encoding="utf-8")
     found = re.search(rf"systemctl --user {verb} --now agentwatch-exporter\.service(.*?)\n(?!    )",
                       text, re.S)  # fmt: skip
     assert found, verb
@@ -34,7 +34,7 @@ def _command(verb: str) -> str:
 
 
 @pytest.mark.parametrize("verb", ["enable", "disable"])
-def test_the_readme_commands_name_every_sentinels_unit(verb: str) -> None:
+def test_the_install_page_commands_name_every_sentinels_unit(verb: str) -> None:
     command = _command(verb)
     missing = [sentinel_unit(name) for name in registry.sentinels()
                if sentinel_unit(name) not in command]  # fmt: skip

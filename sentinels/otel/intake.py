@@ -17,7 +17,7 @@ from typing import ClassVar
 from agentwatch.core.http import Handler, Server, make_server
 from agentwatch.sentinels.otel.decode import (
     MAX_BODY,
-    SIGNALS,
+    PATHS,
     Batch,
     Rejected,
     check_type,
@@ -52,7 +52,7 @@ class Intake(Handler):
         self.send(status, content_type, body)
 
     def _receive(self) -> tuple[int, str, bytes]:
-        if self.path not in SIGNALS:
+        if self.path not in PATHS:
             raise Rejected("not_found", 404)
         protobuf = check_type(self.headers.get("Content-Type"))
         if self.headers.get("Transfer-Encoding"):

@@ -15,12 +15,11 @@ from pathlib import Path
 
 from prometheus_client.metrics_core import Metric
 
-from agentwatch.core import claude, run_budget
-from agentwatch.core.bounded import SPOOL_LIMIT, read_text
+from agentwatch.core import claude, run_budget, spool_readers
 from agentwatch.core.http import ListenError, Server
 from agentwatch.core.log import FailureGate
 from agentwatch.core.loop import Outcome
-from agentwatch.core.spool import SpoolParseError, parse_text, spool_path
+from agentwatch.core.spool import SpoolParseError
 from agentwatch.sentinels.contract import Context, SentinelError
 from agentwatch.sentinels.otel.decode import Batch
 from agentwatch.sentinels.otel.fold import TRANSCRIPT, Fold
@@ -33,8 +32,7 @@ SAVE_GAP = 1.0
 # The loop is woken for a request at most this often; the requests in between are published by
 # the cycle that follows it (a burst of exports costs one spool rewrite a second, not one each).
 WAKE_GAP = 1.0
-LEDGER = "token-ledger"
-SESSION_TOKENS = "agentwatch_session_tokens"
+LEDGER = spool_readers.TOKEN_LEDGER  # whose spool file the reconciliation reads
 
 
 def has_transcript(roots: Iterable[Path], session: str) -> bool:
@@ -56,19 +54,6 @@ def has_transcript(roots: Iterable[Path], session: str) -> bool:
     return False
 
 
-def ledger_tokens(text: str) -> dict[str, float]:
-    """Claude Code's tokens per session from the token ledger's spool text."""
-    totals: dict[str, float] = {}
-    for family in parse_text(text):
-        if family.name != SESSION_TOKENS:
-            continue
-        for sample in family.samples:
-            if sample.labels.get("agent") == claude.AGENT:
-                session = sample.labels.get("session", "")
-                totals[session] = totals.get(session, 0.0) + sample.value
-    return totals
-
-
 class Otel:
     """The otel sentinel's work (see the module doc)."""
 
@@ -85,7 +70,8 @@ class Otel:
         self.store = Store(context.state_dir)
         self.store.load(self.fold)
         self.state_dir = context.state_dir
-        self.ledger_path = spool_path(context.spool_dir, LEDGER)
+        self.spool_dir = context.spool_dir
+        self.ledger_path = spool_readers.path(context.spool_dir, LEDGER)
         self.roots = claude.projects_roots(configured=context.config.claude_config_dirs)
         self.save_gate = FailureGate(log, f"saving {self.store.path}")
         self.ledger_gate = FailureGate(log, f"ledger tokens from {self.ledger_path}")
@@ -163,8 +149,8 @@ class Otel:
             self.ratios = {}
             return
         try:
-            text = read_text(self.ledger_path, SPOOL_LIMIT)
-            theirs = ledger_tokens(text)
+            text = spool_readers.read_text(self.spool_dir, LEDGER)
+            theirs = spool_readers.session_tokens(text, claude.AGENT)
         except FileNotFoundError:
             return
         except (OSError, UnicodeDecodeError, SpoolParseError) as err:

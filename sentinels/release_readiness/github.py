@@ -16,14 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import requests
 
 from agentwatch.core import __version__, bounded
 from agentwatch.core.secretfiles import InsecureFileError, require_private
 from agentwatch.sentinels.release_readiness.probes import Verdict
+
+if TYPE_CHECKING:  # imported where a CI probe runs: 12 MiB a sentinel without one never pays
+    import requests
 
 SUCCESS, FAILURE, PENDING, NONE = "success", "failure", "pending", "none"
 STATUSES = (SUCCESS, FAILURE, PENDING, NONE)
@@ -62,6 +63,8 @@ class GitHubCi:
         session: requests.Session | None = None,
         clock: Callable[[], float] = time.time,
     ):
+        import requests
+
         self.settings = settings
         self.session = session or requests.Session()
         self.clock = clock
@@ -136,6 +139,8 @@ class GitHubCi:
         """The JSON of one GET and the URL of the next page (only on the same host)."""
         if urlsplit(url)[:2] != self._origin:
             raise ApiError("GitHub pointed the next page at another host; not following")
+        import requests
+
         try:
             response = self.session.get(url, headers=headers, timeout=self.settings.timeout)
         except requests.Timeout:
