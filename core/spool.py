@@ -29,14 +29,12 @@ INTERVAL_METRIC = "agentwatch_sentinel_interval_seconds"
 # The exposition's own escapes, plus a safety net for a producer that forgot
 # sanitize.label_value: any other control character goes out as a visible `\xNN`, so one
 # stray `\r` cannot break a line-based reader.
+_EXPOSITION_ESCAPES = {"\\": "\\\\", "\n": "\\n", '"': '\\"'}
 _LABEL_ESCAPES = str.maketrans(
-    {
-        **{code: "\\" + escape for code, escape in CONTROL_ESCAPES.items()},
-        "\\": "\\\\",
-        "\n": "\\n",
-        '"': '\\"',
-    }
+    {**{code: "\\" + escape for code, escape in CONTROL_ESCAPES.items()}, **_EXPOSITION_ESCAPES}
 )
+# The library's own: what the exporter serves, a value passed on exactly as a file held it.
+_LIBRARY_ESCAPES = str.maketrans(_EXPOSITION_ESCAPES)
 # Each family type this module renders itself: the suffix of its exposed name, and the TYPE
 # the text format gives it (as prometheus_client's generate_latest does).
 _RENDERED = {
@@ -72,11 +70,14 @@ def _rendered_here(family: Metric) -> tuple[str, str] | None:
     return kind
 
 
-def sample_line(name: str, labels: dict[str, str], value: float) -> str:
-    """One sample as exposition text, exactly as prometheus_client writes it."""
+def sample_line(
+    name: str, labels: dict[str, str], value: float, escapes: dict[int, str] = _LABEL_ESCAPES
+) -> str:
+    """One sample as exposition text, exactly as prometheus_client writes it (but for the
+    control characters a sentinel's file never holds raw, unless `escapes` says otherwise)."""
     if not labels:
         return f"{name} {floatToGoString(value)}\n"
-    parts = [f'{key}="{labels[key].translate(_LABEL_ESCAPES)}"' for key in sorted(labels)]
+    parts = [f'{key}="{labels[key].translate(escapes)}"' for key in sorted(labels)]
     return f"{name}{{{','.join(parts)}}} {floatToGoString(value)}\n"
 
 
@@ -86,13 +87,16 @@ def family_header(name: str, documentation: str, kind: str) -> str:
     return f"# HELP {name} {escaped}\n# TYPE {name} {kind}\n"
 
 
-def render(families: Iterable[Metric | str]) -> str:
+def render(families: Iterable[Metric | str], exact: bool = False) -> str:
     """The text exposition of families, byte for byte what prometheus_client's
     generate_latest gives, but several times faster: a sentinel rewrites its file for every
     change, so this is on the hot path, and a sentinel that never needs generate_latest never
     loads the library's HTTP and WSGI parts (core/lazy_prometheus.py). A `str` item is
     exposition text rendered earlier (a sentinel's cache of unchanged series). A family with
-    timestamps, OpenMetrics-only samples or another type goes through prometheus_client."""
+    timestamps, OpenMetrics-only samples or another type goes through prometheus_client.
+    A sentinel's file escapes control characters in label values besides the format's own
+    escapes; `exact` keeps the library's escapes only (the exporter re-serving files)."""
+    escapes = _LIBRARY_ESCAPES if exact else _LABEL_ESCAPES
     out: list[str] = []
     for family in families:
         if isinstance(family, str):
@@ -108,7 +112,7 @@ def render(families: Iterable[Metric | str]) -> str:
             continue
         suffix, type_name = kind
         out.append(family_header(family.name + suffix, family.documentation, type_name))
-        out.extend(sample_line(s.name, s.labels, s.value) for s in family.samples)
+        out.extend(sample_line(s.name, s.labels, s.value, escapes) for s in family.samples)
     return "".join(out)
 
 

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import (
     CounterMetricFamily,
     GaugeMetricFamily,
@@ -25,7 +24,15 @@ from prometheus_client.openmetrics.exposition import generate_latest as openmetr
 
 from agentwatch.core import __version__
 from agentwatch.core.http import ConnectionStats
-from agentwatch.core.spool import REASONS, SUFFIX, Listing, SpoolFile, SpoolReader, exposed_names
+from agentwatch.core.spool import (
+    REASONS,
+    SUFFIX,
+    Listing,
+    SpoolFile,
+    SpoolReader,
+    exposed_names,
+    render,
+)
 from agentwatch.exporter.filesystems import FilesystemGauges
 
 log = logging.getLogger("agentwatch.exporter")
@@ -358,11 +365,11 @@ class _Fixed:
 
 
 def _encode(families: list[Metric], openmetrics: bool) -> bytes:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Fixed(families))
+    """The body in either format; the text one from core/spool.py's renderer (byte for byte
+    the library's), so the exporter never loads the library's HTTP parts."""
     if openmetrics:
-        return openmetrics_latest(registry)
-    return generate_latest(registry)
+        return openmetrics_latest(_Fixed(families))
+    return render(families, exact=True).encode()
 
 
 def connection_metrics(stats: ConnectionStats) -> list[Metric]:

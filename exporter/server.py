@@ -8,12 +8,11 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from prometheus_client.exposition import choose_encoder
-
 from agentwatch.core import __version__
 from agentwatch.core.http import Handler, Server, make_server
 from agentwatch.core.webconfig import Authenticator, WebConfig
 from agentwatch.exporter.collector import SpoolCollector
+from agentwatch.exporter.negotiate import choose
 from agentwatch.exporter.overview import build
 from agentwatch.exporter.overview_html import CSP, render
 from agentwatch.exporter.remote import Endpoints, RemoteReader
@@ -55,9 +54,8 @@ def make_handler(
                 return
             route = urlsplit(self.path).path
             if route == "/metrics":
-                _, content_type = choose_encoder(self.headers.get("Accept", ""))
-                openmetrics = content_type.startswith("application/openmetrics-text")
-                self.send(200, content_type, collector.body(openmetrics))
+                chosen = choose(self.headers.get("Accept", ""))
+                self.send(200, chosen.content_type, collector.body(chosen.openmetrics))
             elif route == "/":
                 page = front_page(collector, reader)
                 self.send(200, "text/html; charset=utf-8", page, PAGE_HEADERS)

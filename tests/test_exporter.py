@@ -264,3 +264,8 @@ def test_render_is_byte_identical_to_prometheus_client() -> None:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(Fixed())  # type: ignore[arg-type]
     assert spool.render(families) == generate_latest(registry).decode()
+    control = GaugeMetricFamily("agentwatch_cr", "a raw carriage return", labels=["m"])
+    control.add_metric(["c\rr"], 1)
+    families.append(control)
+    assert spool.render(families, exact=True) == generate_latest(registry).decode()
+    assert "\r" not in spool.render(families)  # a sentinel's file escapes it

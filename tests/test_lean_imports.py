@@ -1,18 +1,23 @@
-"""Each sentinel, run as the whole command, leaves out what it does not need: prometheus_client's
-HTTP and WSGI parts (core/lazy_prometheus.py), requests (only a release CI probe asks GitHub)
-and protobuf (the otel receiver loads it with its first request). Each of them costs several MiB
+"""Each sentinel and the exporter, run as the whole command, leave out what they do not need:
+prometheus_client's HTTP and WSGI parts (core/lazy_prometheus.py, exporter/negotiate.py),
+requests (only a release CI probe asks GitHub) and protobuf (the otel receiver loads it with
+its first request). Each of them costs several MiB
 of private memory in every process of the kit (issue 29: the kit's summed PSS)."""
 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+import requests
 
 from agentwatch.sentinels import registry
+from tests.conftest import free_port
 
 HEAVY = ("prometheus_client.exposition", "requests", "google.protobuf")
 PROBE = """
@@ -24,15 +29,20 @@ run()
 """
 
 
-def loaded_by(argv: list[str], home: Path) -> list[str]:
-    """The heavy modules a whole `agentwatch ARGV` process had loaded when it exited."""
+def probe(argv: list[str], home: Path) -> subprocess.Popen[str]:
+    """A whole `agentwatch ARGV` process that prints, as it exits, the heavy modules it loaded."""
     code = PROBE.format(heavy=HEAVY, argv=argv)
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "XDG_RUNTIME_DIR": str(home / "run")}
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=env,
+    )  # fmt: skip
+
+
+def loaded(process: subprocess.Popen[str]) -> list[str]:
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr[-2000:]
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("name", sorted(registry.sentinels()))
@@ -40,8 +50,32 @@ def test_a_sentinel_cycle_loads_nothing_heavy(name: str, tmp_path: Path) -> None
     (tmp_path / "run").mkdir(mode=0o700)
     argv = ["sentinel", name, "--once", "--spool-dir", str(tmp_path / "spool"),
             "--state-dir", str(tmp_path / "state")]  # fmt: skip
-    assert loaded_by(argv, tmp_path) == []
+    assert loaded(probe(argv, tmp_path)) == []
     assert (tmp_path / "spool" / f"{name}.prom").stat().st_size > 0
+
+
+def test_the_exporter_serves_both_formats_without_them(tmp_path: Path) -> None:
+    (tmp_path / "run").mkdir(mode=0o700)
+    address = f"127.0.0.1:{free_port()}"
+    exporter = probe(["exporter", "--spool-dir", str(tmp_path), "--listen", address], tmp_path)
+    url = f"http://{address}/metrics"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                text = requests.get(url, timeout=10)
+                break
+            except requests.ConnectionError:
+                assert time.monotonic() < deadline, "the exporter never answered"
+                time.sleep(0.1)
+        openmetrics = requests.get(
+            url, headers={"Accept": "application/openmetrics-text;version=1.0.0"}, timeout=10
+        )
+    finally:
+        exporter.send_signal(signal.SIGTERM)
+    assert loaded(exporter) == []
+    assert text.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    assert openmetrics.text.endswith("# EOF\n") and "agentwatch_exporter" in openmetrics.text
 
 
 def test_the_full_library_is_there_when_asked_for() -> None:
