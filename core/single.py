@@ -4,8 +4,9 @@ The lock is the kernel's: it goes with the process however that ends (a SIGKILL 
 there is never a stale lock to clean up. The holder writes its PID into the file, so the one
 turned away can say who holds it. The file is opened without following a symlink and without
 blocking (a FIFO put in its place cannot hang us), close-on-exec (children do not inherit the
-lock), and must be a regular file. `agentwatch up` holds `<state>/up.lock` this way; a
-single-writer store can hold its `<db>.lock` the same way.
+lock), and must be a regular file. `agentwatch up` holds `<state>/up.lock` this way; the
+single-writer stores (the token and agent ledgers' databases) hold `<db>.lock` through
+`hold_writer`, so a second sentinel on the same state cannot count twice.
 """
 
 from __future__ import annotations
@@ -48,6 +49,24 @@ def hold(path: Path) -> int:
         os.close(descriptor)
         raise
     return descriptor
+
+
+class StateInUse(RuntimeError):
+    """Another process of the same component writes this database."""
+
+
+def hold_writer(database: Path, owner: str) -> int:
+    """The single-writer lock of `database` (`<database>.lock`), as `hold`'s descriptor.
+    Raises StateInUse, naming the owner (e.g. "token-ledger") and the holder's PID, when
+    another process writes it."""
+    try:
+        return hold(Path(f"{database}.lock"))
+    except Held as err:
+        who = f" (PID {err.pid})" if err.pid is not None else ""
+        raise StateInUse(
+            f"{database} is in use by another {owner} process{who}; stop it or use another "
+            "--state-dir"
+        ) from None
 
 
 def release(descriptor: int) -> None:

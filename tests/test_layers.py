@@ -1,5 +1,6 @@
 """Who may import whom (docs/ARCHITECTURE.md), checked on every import in the package,
-including the ones inside functions:
+including the ones inside functions and the relative ones (`from . import x`, `from ..core
+import y`: resolved against the importing module's name):
 
 - `core` imports no other agentwatch package;
 - `exporter`, `sentinels`, `controller` and `demo` import `core` and themselves only;
@@ -10,13 +11,16 @@ including the ones inside functions:
   the declared reader every other component reads it through, and every family that reader
   reads is one its sentinel declares.
 
-One named exception: the agent ledger publishes the token ledger's families for other agents,
-so its budget periods and its label folding are the token ledger's own modules (SIBLINGS).
+No exceptions: what two sentinels must agree on (the ledgers' shared families, budget
+periods, label folding, writer lock) is in `core`.
 """
 
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,25 +37,44 @@ MAY_IMPORT = {
     "cli": set(PACKAGES),
 }
 
-# (sentinel, module of another sentinel it may import): docs/ARCHITECTURE.md, "agent-ledger".
-SIBLINGS = {
-    ("agent_ledger", "agentwatch.sentinels.token_ledger.spend"),
-    ("agent_ledger", "agentwatch.sentinels.token_ledger.fold"),
-}
 
-
-def imported(source: str) -> list[tuple[int, str]]:
-    """(line, module) of every absolute agentwatch import in the source."""
+def imported(source: str, module: str = "", package: bool = False) -> list[tuple[int, str]]:
+    """(line, module) of every agentwatch import in the source; relative ones are resolved
+    against `module`, the importer's name (`package`: its source is that package's
+    __init__.py)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            base = node.module
+        elif isinstance(node, ast.ImportFrom):
+            base = absolute(node, module, package)
             found += [(node.lineno, base)]
             # `from agentwatch.sentinels import resources` imports a sentinel package too
             found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
     return [(line, name) for line, name in found if name.startswith("agentwatch.")]
+
+
+def absolute(node: ast.ImportFrom, module: str, package: bool) -> str:
+    """The absolute name a `from ... import` reads from: `from ..core import y` in
+    agentwatch.sentinels.x is agentwatch.core (Python's own rule, importlib.util.resolve_name)."""
+    if node.level == 0:
+        return node.module or ""
+    parts = module.split(".") if package else module.split(".")[:-1]
+    if not module or node.level - 1 >= len(parts):
+        raise ValueError(f"{module}:{node.lineno}: relative import beyond the top package")
+    base = parts[: len(parts) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def problems(module: str, path: Path) -> list[str]:
+    """Every import of this module (file) that breaks the layers, as `file:line: why`."""
+    found = imported(path.read_text(encoding="utf-8"), module, path.name == "__init__.py")
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    return [
+        f"{shown}:{line}: imports {target}: {why}"
+        for line, target in found
+        if (why := violation(module, target)) is not None
+    ]
 
 
 def violation(importer: str, target: str) -> str | None:
@@ -76,15 +99,7 @@ def _within_sentinels(importer: str, target: str) -> str | None:
         return None if theirs == "shared" else "sentinels.shared may import only itself and core"
     if theirs in (mine, "shared", "contract"):
         return None
-    if any((mine, module) in SIBLINGS for module in _prefixes(target)):
-        return None
     return f"sentinel {mine} may not import {theirs} (only itself, shared and contract)"
-
-
-def _prefixes(module: str) -> list[str]:
-    """`a.b.c` -> a, a.b, a.b.c (`from x.fold import OTHER` names x.fold.OTHER)."""
-    parts = module.split(".")
-    return [".".join(parts[:n]) for n in range(1, len(parts) + 1)]
 
 
 def _part(module: str) -> str | None:
@@ -109,12 +124,7 @@ MODULES = modules()
 
 @pytest.mark.parametrize(("module", "path"), MODULES, ids=[name for name, _ in MODULES])
 def test_imports_follow_the_layers(module: str, path: Path) -> None:
-    problems = [
-        f"{path.relative_to(ROOT)}:{line}: imports {target}: {why}"
-        for line, target in imported(path.read_text(encoding="utf-8"))
-        if (why := violation(module, target)) is not None
-    ]
-    assert problems == []
+    assert problems(module, path) == []
 
 
 def test_the_layer_check_can_fail() -> None:
@@ -129,6 +139,9 @@ def test_the_layer_check_can_fail() -> None:
         ("agentwatch.sentinels.agent_ledger.main", "agentwatch.sentinels.token_ledger.ledger"): (
             "sentinel agent_ledger may not import token_ledger"
         ),
+        ("agentwatch.sentinels.agent_ledger.main", "agentwatch.sentinels.token_ledger.spend"): (
+            "sentinel agent_ledger may not import token_ledger"  # no sibling exception
+        ),
     }
     for (importer, target), why in cases.items():
         assert why in (violation(importer, target) or ""), (importer, target)
@@ -137,10 +150,7 @@ def test_the_layer_check_can_fail() -> None:
         ("agentwatch.sentinels.idle_error.panes", "agentwatch.sentinels.shared.tmux"),
         ("agentwatch.sentinels.registry", "agentwatch.sentinels.footprint"),
         ("agentwatch.controller.main", "agentwatch.core.loop"),
-        (
-            "agentwatch.sentinels.agent_ledger.main",
-            "agentwatch.sentinels.token_ledger.spend.PERIODS",
-        ),
+        ("agentwatch.sentinels.agent_ledger.main", "agentwatch.core.spend.PERIODS"),
     ]
     for importer, target in allowed:
         assert violation(importer, target) is None, (importer, target)
@@ -148,10 +158,66 @@ def test_the_layer_check_can_fail() -> None:
     assert (2, "agentwatch.sentinels.resources.tmux") in imported(source)  # lazy imports count
 
 
+def test_relative_imports_are_resolved_and_checked(tmp_path: Path) -> None:
+    """`from ..token_ledger import ledger` is the same import as the absolute one: it fails
+    the same way, from a real file through the check every module gets."""
+    cases = {
+        # (importer, is __init__.py, source) -> resolved names
+        ("agentwatch.sentinels.agent_ledger.qwen", False, "from . import ccusage_rules\n"): [
+            "agentwatch.sentinels.agent_ledger",
+            "agentwatch.sentinels.agent_ledger.ccusage_rules",
+        ],
+        ("agentwatch.sentinels.agent_ledger", True, "from .base import AgentUsage\n"): [
+            "agentwatch.sentinels.agent_ledger.base",
+            "agentwatch.sentinels.agent_ledger.base.AgentUsage",
+        ],
+        ("agentwatch.sentinels.otel.fold", False, "from ...core import spool\n"): [
+            "agentwatch.core",
+            "agentwatch.core.spool",
+        ],
+    }
+    for (module, package, source), names in cases.items():
+        assert [name for _, name in imported(source, module, package)] == names, source
+    bad = tmp_path / "agentwatch" / "sentinels" / "agent_ledger" / "bad.py"
+    bad.parent.mkdir(parents=True)
+    for source, why in {
+        "from ..token_ledger import ledger\n": "sentinel agent_ledger may not import token_ledger",
+        "def f():\n    from ...controller import state\n": "sentinels may not import controller",
+        "from .. import resources\n": "sentinel agent_ledger may not import resources",
+    }.items():
+        bad.write_text(source, encoding="utf-8")
+        found = problems("agentwatch.sentinels.agent_ledger.bad", bad)
+        assert found and all(why in line for line in found), (source, found)
+    bad.write_text("from .... import core\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="beyond the top package"):
+        problems("agentwatch.sentinels.agent_ledger.bad", bad)
+
+
 def test_every_package_folder_is_checked() -> None:
     checked = {name.split(".")[1] for name, _ in MODULES}
     assert checked == set(PACKAGES + DATA)
     assert len(MODULES) > 100
+
+
+def test_agentwatch_resolves_from_the_checkout() -> None:
+    """`agentwatch/<folder>` is a committed relative symlink to each package folder, so every
+    module's name is a path from the checkout's root (what mypy and an editor follow), and
+    Python finds it with nothing installed (-S: no site-packages, no editable finder)."""
+    entries = list((ROOT / "agentwatch").iterdir())
+    links = {path.name: os.readlink(path) for path in entries if path.is_symlink()}
+    assert links == {folder: f"../{folder}" for folder in PACKAGES + DATA}
+    others = {path.name for path in entries if not path.is_symlink()}
+    assert others <= {"__init__.py", "__pycache__"} and (ROOT / "agentwatch/__init__.py").is_file()
+    for module, path in MODULES:
+        named = ROOT.joinpath(*module.split("."))
+        found = named / "__init__.py" if path.name == "__init__.py" else named.with_suffix(".py")
+        assert found.resolve() == path.resolve(), module
+    code = "import agentwatch.core.fold as m; print(m.__file__)"
+    ran = subprocess.run(
+        [sys.executable, "-S", "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip() == str(ROOT / "agentwatch" / "core" / "fold.py")
 
 
 def test_benchmarks_import_without_path_tricks() -> None:

@@ -398,14 +398,19 @@ def test_size_checks_take_a_bounded_share_of_a_backfill(open_ledger) -> None:
     assert 0 <= ledger._resize_seconds < 0.5  # measured by the look itself
 
 
-def test_second_ledger_on_the_same_state_is_refused(tmp_path: Path) -> None:
-    from agentwatch.sentinels.token_ledger.store import StateInUse
+@pytest.mark.parametrize("ledger", ["token-ledger", "agent-ledger"])
+def test_second_ledger_on_the_same_state_is_refused(tmp_path: Path, ledger: str) -> None:
+    """Both ledgers hold their database through core.single's one writer lock."""
+    from agentwatch.core.single import StateInUse
+    from agentwatch.sentinels.agent_ledger import store as agent_store
 
-    first = Store(tmp_path / "l.sqlite")
-    with pytest.raises(StateInUse, match="in use by another token-ledger"):
-        Store(tmp_path / "l.sqlite")
+    opened = Store if ledger == "token-ledger" else agent_store.Store
+    first = opened(tmp_path / "l.sqlite")
+    held_by = rf"in use by another {ledger} process \(PID {os.getpid()}\)"
+    with pytest.raises(StateInUse, match=held_by):
+        opened(tmp_path / "l.sqlite")
     first.close()
-    Store(tmp_path / "l.sqlite").close()  # free again once the owner is gone
+    opened(tmp_path / "l.sqlite").close()  # free again once the owner is gone
 
 
 def _fresh_counter_text(ledger: Ledger) -> str:

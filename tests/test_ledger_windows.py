@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 
 from agentwatch.core import run_budget
+from agentwatch.core.spend import period_starts
 from agentwatch.demo.transcripts import iso_ms
 from agentwatch.sentinels.token_ledger import blocks
 from agentwatch.sentinels.token_ledger.blocks import BLOCK_MS, HOUR_MS, MINUTE_MS, BlockTracker
 from agentwatch.sentinels.token_ledger.commit_times import BUCKETS, CommitTimes
 from agentwatch.sentinels.token_ledger.ledger import Ledger
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
-from agentwatch.sentinels.token_ledger.spend import period_starts
 from agentwatch.sentinels.token_ledger.store import Store
 from agentwatch.sentinels.token_ledger.windows import Windows
 from tests.transcripts import append, assistant, encode, transcript

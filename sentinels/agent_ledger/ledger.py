@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentwatch.core.fold import DIMENSIONS, Fold, SessionFold
 from agentwatch.core.log import FailureGate
 from agentwatch.core.sanitize import label_value
 from agentwatch.sentinels.agent_ledger.base import (
@@ -41,7 +42,6 @@ from agentwatch.sentinels.agent_ledger.store import (
     Store,
     key_hash,
 )
-from agentwatch.sentinels.token_ledger.fold import DIMENSIONS, Fold, SessionFold
 
 log = logging.getLogger("agentwatch.agent-ledger")
 

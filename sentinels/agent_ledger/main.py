@@ -15,7 +15,11 @@ from collections.abc import Iterator
 
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from agentwatch.core import session_families as shared
+from agentwatch.core.fold import OTHER, Fold
 from agentwatch.core.loop import Outcome
+from agentwatch.core.single import StateInUse
+from agentwatch.core.spend import PERIODS, RunWatch, first_minute_after, period_starts
 from agentwatch.sentinels.agent_ledger import readers
 from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES
 from agentwatch.sentinels.agent_ledger.ledger import (
@@ -27,30 +31,18 @@ from agentwatch.sentinels.agent_ledger.ledger import (
     Ledger,
     shown_labels,
 )
-from agentwatch.sentinels.agent_ledger.store import DATABASE_FILE, StateInUse, Store
+from agentwatch.sentinels.agent_ledger.store import DATABASE_FILE, Store
 from agentwatch.sentinels.contract import Context, SentinelError
-from agentwatch.sentinels.token_ledger.fold import OTHER, Fold
-from agentwatch.sentinels.token_ledger.spend import (
-    PERIODS,
-    RunWatch,
-    first_minute_after,
-    period_starts,
-)
 
 log = logging.getLogger("agentwatch.agent-ledger")
 SLICE = 1.0  # seconds of reading per cycle before partial totals are published
 
 # name (without _total) -> (help, label names)
 COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
-    TOKENS: (
-        "Tokens used by API responses, each response counted once.",
-        ("agent", "project", "model", "type"),
-    ),
-    COST: (
-        "Cost of those responses in USD (the file's own cost when it states one, else priced).",
-        ("agent", "project", "model"),
-    ),
-    RESPONSES: ("API responses counted (after dedup).", ("agent", "project", "model")),
+    # shared with the token ledger (core/session_families.py)
+    TOKENS: (shared.TOKENS.help, shared.TOKENS.labels),
+    COST: (shared.COST.help, shared.COST.labels),
+    RESPONSES: (shared.RESPONSES.help, shared.RESPONSES.labels),
     UNPRICED: (
         "Tokens of an agent's models without a price (cost counted as 0).",
         ("agent", "model"),
@@ -93,7 +85,7 @@ class AgentLedger:
         self.ledger = open_ledger(context)
         self.once = context.once
         self.stopping = context.stopping
-        self.run = RunWatch(context.state_dir)
+        self.run = RunWatch(context.state_dir, log)
         self._spend: tuple[tuple[float, ...], int, dict[str, dict[str, float]]] | None = None
         if not self.ledger.readers:
             log.warning("no agents to read (the agents key is empty)")
@@ -155,26 +147,8 @@ class AgentLedger:
             yield family
 
     def _sessions(self) -> Iterator[Metric]:
-        tokens = CounterMetricFamily(
-            "agentwatch_session_tokens",
-            "Tokens per recently active session (series expire after session_ttl).",
-            labels=["agent", "project", "session", "type"],
-        )
-        cost = CounterMetricFamily(
-            "agentwatch_session_cost_usd",
-            "Cost per recently active session in USD (expires after session_ttl).",
-            labels=["agent", "project", "session"],
-        )
-        first = GaugeMetricFamily(
-            "agentwatch_session_first_activity_timestamp_seconds",
-            "Time of a recent session's first counted response.",
-            labels=["agent", "project", "session"],
-        )
-        last = GaugeMetricFamily(
-            "agentwatch_session_last_activity_timestamp_seconds",
-            "Time of a recent session's newest counted response.",
-            labels=["agent", "project", "session"],
-        )
+        tokens, cost = shared.SESSION_TOKENS.counter(), shared.SESSION_COST.counter()
+        first, last = shared.SESSION_FIRST.gauge(), shared.SESSION_LAST.gauge()
         folded = GaugeMetricFamily(
             "agentwatch_agent_ledger_folded_series",
             'Distinct label values of each agent shown as "other" (past max_projects, '
@@ -214,7 +188,7 @@ class AgentLedger:
 
     def _spend_family(self) -> Metric:
         """USD per agent since each period's start, from the stored rows (their first
-        count's time), at the token ledger's minute resolution (token_ledger/spend.py)."""
+        count's time), at minute resolution (core/spend.py)."""
         starts = period_starts(time.time())
         started = self.run.started_at()
         if started is not None:
@@ -226,12 +200,7 @@ class AgentLedger:
             spent = {period: store.cost_since(after) for period, after in afters.items()}
             self._spend = (key, self.ledger.commits, spent)
         spent = self._spend[2]
-        family = GaugeMetricFamily(
-            "agentwatch_spend_usd",
-            "Cost in USD since the start of the local day, ISO week (Monday), month, and the "
-            "started run (agentwatch run-budget start; only while one is), at minute resolution.",
-            labels=["agent", "period"],
-        )
+        family = shared.SPEND.gauge()
         for agent in sorted(self.ledger.counted_agents()):
             for period in (*PERIODS, "run"):
                 if period in spent:

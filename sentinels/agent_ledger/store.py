@@ -12,7 +12,6 @@ Response keys are stored as a 16-byte hash (never a reader's text); tokens and c
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -20,6 +19,8 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from agentwatch.core import single
 
 DATABASE_FILE = "agent-ledger.sqlite"
 SCHEMA_VERSION = "1"
@@ -58,10 +59,6 @@ CounterKey = tuple[str, tuple[str, ...]]  # (metric name, label values in declar
 Stamp = tuple[int, ...]
 
 
-class StateInUse(RuntimeError):
-    """Another agent-ledger process owns this state folder."""
-
-
 def key_hash(key: str) -> bytes:
     """The stored form of a reader's key: fixed size, and no text of the reader's."""
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
@@ -91,15 +88,7 @@ class Store:
     def __init__(self, path: Path):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._lock)
-            raise StateInUse(
-                f"{path} is in use by another agent-ledger process; stop it or use another "
-                "--state-dir"
-            ) from None
+        self._lock = single.hold_writer(path, "agent-ledger")
         try:
             self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
@@ -116,7 +105,7 @@ class Store:
         except BaseException:
             with contextlib.suppress(Exception):
                 self.db.close()
-            os.close(self._lock)
+            single.release(self._lock)
             self._lock = -1
             raise
 
@@ -124,7 +113,7 @@ class Store:
         if self._lock < 0:
             return
         self.db.close()
-        os.close(self._lock)
+        single.release(self._lock)
         self._lock = -1
 
     # ---- reading

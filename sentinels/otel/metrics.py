@@ -18,6 +18,7 @@ from prometheus_client.metrics_core import (
 )
 from prometheus_client.utils import floatToGoString
 
+from agentwatch.core import session_families as shared
 from agentwatch.core.claude import AGENT
 from agentwatch.sentinels.otel.fold import (
     DURATION_BUCKETS,
@@ -97,21 +98,8 @@ def families(
 
 
 def _shared(fold: Fold, spend: Mapping[str, float]) -> Iterator[Metric]:
-    tokens = CounterMetricFamily(
-        "agentwatch_tokens", "Tokens used by Claude Code API responses, each counted once.",
-        labels=["agent", "project", "model", "type", "source"],
-    )  # fmt: skip
-    cost = CounterMetricFamily(
-        "agentwatch_cost_usd", "Cost of those responses in USD.",
-        labels=["agent", "project", "model", "source"],
-    )  # fmt: skip
-    responses = CounterMetricFamily(
-        "agentwatch_api_responses", "API responses counted.",
-        labels=["agent", "project", "model", "source"],
-    )  # fmt: skip
-    errors = CounterMetricFamily(
-        "agentwatch_api_errors", "API errors, by kind.", labels=["project", "kind", "source"]
-    )
+    tokens, cost = shared.TOKENS.counter("source"), shared.COST.counter("source")
+    responses, errors = shared.RESPONSES.counter("source"), shared.API_ERRORS.counter("source")
     base = [AGENT, NO_TRANSCRIPT]
     for (kind, values), value in sorted(fold.shared.items()):
         if kind == "tokens":
@@ -125,11 +113,7 @@ def _shared(fold: Fold, spend: Mapping[str, float]) -> Iterator[Metric]:
             found = fold.shared.get(("errors", (kind,)), 0.0)
             errors.add_metric([NO_TRANSCRIPT, kind, SOURCE], found)
     yield from (tokens, cost, responses, errors)
-    spent = GaugeMetricFamily(
-        "agentwatch_spend_usd",
-        "Cost in USD since the start of each budget period (sessions without a transcript).",
-        labels=["agent", "period", "source"],
-    )
+    spent = shared.SPEND.gauge("source")
     for period, value in sorted(spend.items()):
         spent.add_metric([AGENT, period, SOURCE], value)
     yield spent

@@ -23,10 +23,10 @@ from pathlib import Path
 from stat import S_ISREG
 
 from agentwatch.core import claude
+from agentwatch.core.fold import DIMENSIONS, Fold, SessionFold, top_names
 from agentwatch.core.log import FailureGate
 from agentwatch.core.sanitize import label_value
 from agentwatch.sentinels.token_ledger.commit_times import CommitTimes
-from agentwatch.sentinels.token_ledger.fold import DIMENSIONS, Fold, SessionFold, top_names
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.reader import (
     BY_LOCATION,

@@ -37,13 +37,14 @@ from watchdog.events import (
 from agentwatch.core import claude
 from agentwatch.core.config import Config
 from agentwatch.core.loop import Outcome
+from agentwatch.core.single import StateInUse
 from agentwatch.sentinels.contract import Context, SentinelError
 from agentwatch.sentinels.token_ledger import scanner
 from agentwatch.sentinels.token_ledger.full import StoreFull, is_full
 from agentwatch.sentinels.token_ledger.ledger import Ledger
 from agentwatch.sentinels.token_ledger.metrics import CounterText, families
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
-from agentwatch.sentinels.token_ledger.store import DATABASE_FILE, StateInUse, Store
+from agentwatch.sentinels.token_ledger.store import DATABASE_FILE, Store
 from agentwatch.sentinels.token_ledger.windows import Windows
 
 if TYPE_CHECKING:  # the observer is imported when the first watch starts: not for --once

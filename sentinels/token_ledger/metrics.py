@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from agentwatch.core import claude, spool
-from agentwatch.sentinels.token_ledger.fold import OTHER
+from agentwatch.core import session_families as shared
+from agentwatch.core.fold import OTHER
 from agentwatch.sentinels.token_ledger.ledger import TOKEN_TYPES, Ledger, folded_labels
 from agentwatch.sentinels.token_ledger.store import CounterKey
 
@@ -16,20 +17,11 @@ ERROR_KINDS = ("rate_limit", "overloaded", "usage_limit", "server_error", "other
 
 # name (without _total) -> (help, label names); every persisted counter is declared here.
 COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "agentwatch_tokens": (
-        "Tokens used by Claude Code API responses, each response counted once.",
-        ("project", "model", "type"),
-    ),
-    "agentwatch_cost_usd": (
-        "Cost of those responses in USD (costUSD when the transcript has it, else priced).",
-        ("project", "model"),
-    ),
-    "agentwatch_api_responses": ("API responses counted (after dedup).", ("project", "model")),
-    "agentwatch_api_errors": (
-        "API error messages in transcripts, by kind (rate_limit, overloaded, usage_limit, "
-        "server_error, other).",
-        ("project", "kind"),
-    ),
+    # shared with the other writers (core/session_families.py); `agent` is added when shown
+    shared.TOKENS.name: (shared.TOKENS.help, ("project", "model", "type")),
+    shared.COST.name: (shared.COST.help, ("project", "model")),
+    shared.RESPONSES.name: (shared.RESPONSES.help, ("project", "model")),
+    shared.API_ERRORS.name: (shared.API_ERRORS.help, shared.API_ERRORS.labels),
     "agentwatch_ledger_lines_read": ("Complete transcript lines read.", ()),
     "agentwatch_ledger_bytes_read": ("Transcript bytes consumed.", ()),
     "agentwatch_ledger_lines_rejected": (
@@ -52,7 +44,7 @@ COUNTERS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 # Families the agent ledger writes too: they carry the agent (not stored, added when shown).
-BY_AGENT = frozenset({"agentwatch_tokens", "agentwatch_cost_usd", "agentwatch_api_responses"})
+BY_AGENT = frozenset({shared.TOKENS.name, shared.COST.name, shared.RESPONSES.name})
 
 
 class CounterText:
@@ -61,7 +53,7 @@ class CounterText:
     A live line changes a handful of the several hundred counter series, and the spool file
     is rewritten for it: rendering every series again would cost most of the CPU a line
     costs. The output equals rendering the families afresh (same order, same bytes). Names
-    past the caps are folded (fold.py): a kept series shows its counter, "other" the sum of
+    past the caps are folded (core/fold.py): a kept series shows its counter, "other" the sum of
     the deltas of every folded one.
     """
 
@@ -178,26 +170,8 @@ def families(
 
 
 def _session_families(ledger: Ledger) -> Iterator[Metric]:
-    tokens = CounterMetricFamily(
-        "agentwatch_session_tokens",
-        "Tokens per recently active session (series expire after session_ttl).",
-        labels=["agent", "project", "session", "type"],
-    )
-    cost = CounterMetricFamily(
-        "agentwatch_session_cost_usd",
-        "Cost per recently active session in USD (expires after session_ttl).",
-        labels=["agent", "project", "session"],
-    )
-    first = GaugeMetricFamily(
-        "agentwatch_session_first_activity_timestamp_seconds",
-        "Transcript time of a recent session's first counted line.",
-        labels=["agent", "project", "session"],
-    )
-    last = GaugeMetricFamily(
-        "agentwatch_session_last_activity_timestamp_seconds",
-        "Transcript time of a recent session's newest counted line.",
-        labels=["agent", "project", "session"],
-    )
+    tokens, cost = shared.SESSION_TOKENS.counter(), shared.SESSION_COST.counter()
+    first, last = shared.SESSION_FIRST.gauge(), shared.SESSION_LAST.gauge()
     deadline = GaugeMetricFamily(
         "agentwatch_session_deadline_timestamp_seconds",
         "When a recent session's time-box (timebox_minutes, project_timebox_minutes) ends: "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import fcntl
 import json
 import os
 import sqlite3
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
 
+from agentwatch.core import single
 from agentwatch.sentinels.token_ledger.tailer import Position
 
 DATABASE_FILE = "token-ledger.sqlite"  # under the state dir; `agentwatch prices` reads it too
@@ -47,7 +47,7 @@ CREATE TABLE IF NOT EXISTS labelsets (
 CREATE TABLE IF NOT EXISTS counters (
     name TEXT NOT NULL, labels TEXT NOT NULL, value REAL NOT NULL, PRIMARY KEY (name, labels)
 ) WITHOUT ROWID;
--- Project and model names shown as themselves (fold.py), in the order they got their slot.
+-- Project and model names shown as themselves (core/fold.py), in the order they got their slot.
 CREATE TABLE IF NOT EXISTS kept (
     dimension TEXT NOT NULL, name TEXT NOT NULL, UNIQUE (dimension, name)
 );
@@ -118,10 +118,6 @@ def _rows_of(batch: list[tuple], msgs: list[int]) -> Iterator[tuple]:
             at += 1
 
 
-class StateInUse(RuntimeError):
-    """Another ledger process owns this state folder."""
-
-
 class MessageFilter:
     """The message hashes a database created in this process may hold (a Bloom filter of
     fixed size): a message it has not seen is not stored, so the backfill of a new history
@@ -176,21 +172,13 @@ class Store:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         # One writer per database: a second sentinel on the same state would count twice.
-        self._lock = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._lock)
-            raise StateInUse(
-                f"{path} is in use by another token-ledger process; stop it or use another "
-                "--state-dir"
-            ) from None
+        self._lock = single.hold_writer(path, "token-ledger")
         try:
             self._open()
         except BaseException:  # e.g. a full disk: the next try must find the lock free
             with contextlib.suppress(Exception):
                 self.db.close()
-            os.close(self._lock)
+            single.release(self._lock)
             self._lock = -1
             raise
 
@@ -228,7 +216,7 @@ class Store:
         if self._reads is not None:
             self._reads.close()
         self.db.close()
-        os.close(self._lock)  # releases the lock
+        single.release(self._lock)
         self._lock = -1
 
     # ---- reading

@@ -3,6 +3,7 @@ each session's share of it, and the spend per period (blocks.py, spend.py)."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,11 +11,13 @@ from pathlib import Path
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
 from agentwatch.core import claude
+from agentwatch.core import session_families as shared
+from agentwatch.core.fold import OTHER
+from agentwatch.core.spend import PERIODS, RunWatch, period_starts
 from agentwatch.sentinels.token_ledger import estimate
 from agentwatch.sentinels.token_ledger.blocks import Block, BlockTracker, BucketDeltas
-from agentwatch.sentinels.token_ledger.fold import OTHER
 from agentwatch.sentinels.token_ledger.ledger import Ledger
-from agentwatch.sentinels.token_ledger.spend import PERIODS, RunWatch, SpendTracker, period_starts
+from agentwatch.sentinels.token_ledger.spend import SpendTracker
 
 
 class Windows:
@@ -37,7 +40,7 @@ class Windows:
         store = ledger.store
         self.blocks = BlockTracker(store.minutes, store.tokens_by_labels, monotonic)
         self.spend = SpendTracker(store.cost_since)
-        self.run = RunWatch(state_dir)
+        self.run = RunWatch(state_dir, logging.getLogger("agentwatch.token-ledger"))
         ledger.on_commit.append(self._committed)  # from now on; the database has the rest
         self.started: float | None = None  # the active run's start
 
@@ -60,12 +63,7 @@ class Windows:
     def families(self, settle: bool = False) -> Iterator[Metric]:
         now = self.update(settle)
         yield from self._block_families(now)
-        spend = GaugeMetricFamily(
-            "agentwatch_spend_usd",
-            "Cost in USD since the start of the local day, ISO week (Monday), month, and the "
-            "started run (agentwatch run-budget start; only while one is), at minute resolution.",
-            labels=["agent", "period"],
-        )
+        spend = shared.SPEND.gauge()
         for period in (*PERIODS, "run"):
             value = self.spend.spend(period)
             if value is not None:

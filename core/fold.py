@@ -1,7 +1,8 @@
 """Bounded cardinality: at most N projects, models and sessions get series of their own, the
-rest are shown folded into `project="other"` / `model="other"` / `session="other"`.
+rest are shown folded into `project="other"` / `model="other"` / `session="other"`. Both
+ledgers fold this way (the agent ledger one Fold per agent), so it lives in core.
 
-The database keeps every name's exact totals; only the exposition folds. The rule keeps every
+A ledger's database keeps every name's exact totals; only the exposition folds. The rule keeps every
 exposed counter monotonic and the sum of each family exact:
 
 - Projects and models: a name gets its own series when it first appears while a slot is free,
@@ -16,7 +17,8 @@ exposed counter monotonic and the sum of each family exact:
   new session; a folded session stays folded until it expires, when its totals stay in
   "other" (which only grows while the sentinel runs; a restart is a counter reset).
 
-`agentwatch_ledger_folded_series{label}` tells how many names are folded.
+`agentwatch_ledger_folded_series{label}` (`agentwatch_agent_ledger_folded_series{agent,label}`)
+tells how many names are folded.
 """
 
 from __future__ import annotations
