@@ -138,7 +138,7 @@ class TreeSampler(threading.Thread):
             self.done.wait(self.every)
 
 
-def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
+def kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
 
@@ -183,12 +183,12 @@ def run_command(
         proc.stdin.close()
     except BrokenPipeError:
         pass
-    timer = threading.Timer(timeout, _kill_group, args=(proc.pid,))
+    timer = threading.Timer(timeout, kill_group, args=(proc.pid,))
     timer.start()
     try:
         _, status, usage = os.wait4(proc.pid, 0)
     except BaseException:
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         proc.wait(10)
         raise
     finally:
