@@ -87,6 +87,46 @@ def write_spool(folder: Path) -> int:
     return series
 
 
+# baseline_tree and start_exporter: shared with bench_auth.py and bench_scrape_flight.py
+def baseline_tree(ref: str, into: Path) -> Path:
+    """The package as it is at `ref`, importable as `agentwatch` from the returned folder."""
+    package = into / "agentwatch"
+    package.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", ref], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(package)], input=archive, check=True)
+    return into
+
+
+def start_exporter(spool_dir: Path, port: int, work: Path, pythonpath: Path | None) -> Any:
+    config = work / f"config-{port}.yaml"
+    config.write_text(f"exporter: {{listen: '127.0.0.1:{port}'}}\n")
+    env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    code = "import agentwatch.core.http as m; print(m.__file__.rsplit('/core/', 1)[0])"
+    where = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    log = (work / f"exporter-{port}.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agentwatch.cli", "--config", str(config), "exporter",
+         "--spool-dir", str(spool_dir)],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+                reply.read()
+            return process, where
+        except OSError:
+            time.sleep(0.1)
+    stop(process)
+    raise SystemExit(f"the exporter ({where}) did not start; see {log.name}")
+
+
 def wait_up(port: int, process: subprocess.Popen, what: str) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
