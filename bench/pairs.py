@@ -289,9 +289,9 @@ def run_pairs(
         if progress:
             ratio = result.a[-1].cpu_s / result.b[-1].cpu_s if result.b[-1].cpu_s else 0.0
             print(
-                f"  pair {index + 1}/{pairs}: {a[0]} {result.a[-1].wall_s:.3f} s wall "
-                f"{result.a[-1].cpu_s:.3f} s CPU, {b[0]} {result.b[-1].wall_s:.3f} s wall "
-                f"{result.b[-1].cpu_s:.3f} s CPU (CPU ratio {ratio:.2f})",
+                f"  pair {index + 1}/{pairs}: {a[0]} {result.a[-1].wall_s:.4g} s wall "
+                f"{result.a[-1].cpu_s:.4g} s CPU, {b[0]} {result.b[-1].wall_s:.4g} s wall "
+                f"{result.b[-1].cpu_s:.4g} s CPU (CPU ratio {ratio:.3g})",
                 flush=True,
             )
     result.load_after = load()
