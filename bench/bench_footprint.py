@@ -1,21 +1,20 @@
-"""Benchmark of the footprint scan against Debian's prometheus-process-exporter, same run.
+"""The footprint sentinel as a whole cold process against a process-exporter scrape, in pairs.
 
-    python bench/bench_footprint.py [--extra 2000] [--scans 50] [--scrapes 20]
+    python bench/bench_footprint.py [--extra 2000] [--pairs 10] [--peer-flags -children=false]
 
 Starts `--extra` processes (copies of sleep under varied names, agent CLIs, node, MCP-server
-command lines, Playwright-like browser executables), then measures in the same run:
+command lines, Playwright-like browser executables) and Debian's prometheus-process-exporter
+on 127.0.0.1 with a config that groups the same way (regexes on comm/cmdline per kind,
+`-children=false` so children are not folded into their parent's group; warmed by 3
+scrapes), then runs in interleaved pairs (pairs.py):
 
-- agentwatch: CPU time (time.process_time, in this process) per footprint scan, warm (the
-  classification cache filled by a first scan, as in the loop), plus the full cycle (scan,
-  families, spool render and write), and the cold first scan (what `--once` pays);
-- process-exporter: started on 127.0.0.1 with a config that groups the same way (regexes on
-  comm/cmdline per kind, `-children=false` so children are not folded into their parent's
-  group), scraped `--scrapes` times after warm-up; its CPU time delta (psutil) per scrape.
-  Once with Debian's defaults (threads and smaps on), once lean (`-threads=false
-  -gather-smaps=false`), once with `-recheck` (re-matches every scrape, as we do).
+- ours: `agentwatch sentinel footprint --once` with a fresh state folder, a whole cold
+  process (interpreter, imports, the first scan with every process classified, the spool
+  write): what the sentinel pays at start, and more than one cycle of its loop;
+- peer: one GET /metrics of the running process-exporter, its own CPU time from /proc.
 
-Prints both, and the ratio agentwatch / process-exporter (target <= 1.0). Every process the
-benchmark started is killed at the end, whatever happens.
+Exit 1 when the median of the per-pair CPU ratios passes 1.0 (`--target`), 2 when
+process-exporter is missing. Every process the benchmark started is killed at the end.
 """
 
 from __future__ import annotations
@@ -38,10 +37,21 @@ from importlib import resources
 from pathlib import Path
 
 import psutil
+from pairs import (
+    Sample,
+    Side,
+    command,
+    cpu_of,
+    main_guard,
+    need_executable,
+    ratio_check,
+    rss_mib,
+    run_pairs,
+    table,
+    verdict,
+)
 
-from agentwatch.core import spool
 from agentwatch.sentinels.footprint import classify
-from agentwatch.sentinels.footprint.metrics import State, families
 from agentwatch.sentinels.footprint.scan import Scanner
 
 EXPORTER = "/usr/bin/prometheus-process-exporter"
@@ -238,121 +248,92 @@ def process_exporter(config: Path, flags: list[str]) -> Iterator[tuple[int, psut
         child.wait(timeout=10)
 
 
-def cpu_seconds(process: psutil.Process) -> float:
-    times = process.cpu_times()
-    return times.user + times.system
+def exporter_side(port: int, pid: int) -> Side:
+    """One scrape of the running process-exporter: its wall, and its own CPU and RSS."""
 
-
-def measure_exporter(config: Path, flags: list[str], scrapes: int) -> dict[str, float]:
-    with process_exporter(config, flags) as (port, process):
-        for _ in range(3):  # warm-up: the first scrapes discover and match every process
-            scrape(port)
-        before = cpu_seconds(process)
+    def run() -> Sample:
+        before = cpu_of(pid)
         started = time.perf_counter()
-        for _ in range(scrapes):
-            body = scrape(port)
+        scrape(port)
         wall = time.perf_counter() - started
-        cpu = cpu_seconds(process) - before
-        groups = {
-            line.split('groupname="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
-            for line in body.splitlines()
-            if line.startswith("namedprocess_namegroup_num_procs{")
-        }
-        rss = process.memory_info().rss
+        return Sample(wall, cpu_of(pid) - before, rss_mib(pid))
+
+    return run
+
+
+def groups_of(body: str) -> dict[str, float]:
     return {
-        "cpu_per_scrape_s": cpu / scrapes,
-        "wall_per_scrape_s": wall / scrapes,
-        "rss_bytes": rss,
-        "groups": groups,
+        line.split('groupname="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
+        for line in body.splitlines()
+        if line.startswith("namedprocess_namegroup_num_procs{")
     }
 
 
-def measure_agentwatch(scans: int, spool_dir: Path, fleet: Fleet) -> dict[str, object]:
-    classifier = classify.load()
-    scanner = Scanner(classifier)
-    cold_started = time.process_time()
-    first = scanner.scan()
-    cold = time.process_time() - cold_started
-    started = time.process_time()
-    for _ in range(scans):
-        result = scanner.scan()
-    per_scan = (time.process_time() - started) / scans
-    state = State(kinds=classifier.kinds)
-    started = time.process_time()
-    for _ in range(scans):
-        state.record(scanner.scan())
-        spool.write(spool_dir, "footprint", 60.0, lambda: families(state))
-    per_cycle = (time.process_time() - started) / scans
-    checker = Scanner(classifier, keep_pids=True)
+def misclassified(fleet: Fleet) -> int:
+    """One untimed in-process scan: our processes counted under another kind than planned."""
+    checker = Scanner(classify.load(), keep_pids=True)
     checker.scan()
-    return {
-        "misclassified": fleet.misclassified(checker.last_pids),
-        "cpu_per_scan_s": per_scan,
-        "cpu_per_cycle_s": per_cycle,
-        "cpu_cold_first_scan_s": cold,
-        "processes_seen": result.processes_seen,
-        "counts": result.counts,
-        "first_counts": first.counts,
-        "planned": {k: list(fleet.expected.values()).count(k) for k in classifier.kinds},
-    }
+    return fleet.misclassified(checker.last_pids)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--extra", type=int, default=2000, help="processes to start")
-    parser.add_argument("--scans", type=int, default=50, help="footprint scans to time")
-    parser.add_argument("--scrapes", type=int, default=20, help="process-exporter scrapes")
-    parser.add_argument("--out", type=Path, help="write the results as JSON here too")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--extra", type=int, default=2000, help="processes to start (2000)")
+    parser.add_argument("--pairs", type=int, default=10, help="interleaved pairs (10)")
+    parser.add_argument(
+        "--peer-flags",
+        default="-children=false",
+        help="process-exporter's flags besides listen and config (default -children=false)",
+    )
+    parser.add_argument("--target", type=float, default=TARGET, help="max CPU ratio (1.0)")
+    parser.add_argument(
+        "--agentwatch",
+        default=str(Path(sys.executable).parent / "agentwatch"),
+        help="the agentwatch command (default: next to this Python)",
+    )
+    parser.add_argument("--out", type=Path, help="write the samples and verdict as JSON")
     args = parser.parse_args()
-    if not os.access(EXPORTER, os.X_OK):
-        print(f"{EXPORTER} is missing (apt-get install prometheus-process-exporter)")
-        return 2
+    return main_guard(lambda: measure(args))
+
+
+def measure(args: argparse.Namespace) -> int:
+    need_executable(EXPORTER, "process-exporter", "apt-get install prometheus-process-exporter")
+    agentwatch = need_executable(args.agentwatch, "agentwatch", "pip install -e .")
     work = Path(tempfile.mkdtemp(prefix="aw-bench-footprint-"))
     fleet = Fleet(work / "fleet")
-    results: dict[str, object] = {"extra": args.extra}
     try:
         started = time.perf_counter()
         fleet.populate(args.extra)
         print(f"started {args.extra} processes in {time.perf_counter() - started:.1f} s")
         config = work / "process-exporter.yml"
         config.write_text(json.dumps(exporter_config()))  # JSON is YAML
-        results["agentwatch"] = measure_agentwatch(args.scans, work / "spool", fleet)
-        variants = {
-            "defaults": ["-children=false"],
-            "lean": ["-children=false", "-threads=false", "-gather-smaps=false"],
-            "recheck": ["-children=false", "-recheck"],
-        }
-        for label, flags in variants.items():
-            results[f"process_exporter_{label}"] = measure_exporter(config, flags, args.scrapes)
+        (work / "home").mkdir()
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work / "home")}
+        ours_cmd = [agentwatch, "sentinel", "footprint", "--once", "--spool-dir",
+                    str(work / "spool"), "--state-dir", str(work / "state")]  # fmt: skip
+        flags = args.peer_flags.split()
+        with process_exporter(config, flags) as (port, process):
+            for _ in range(3):  # warm-up: the first scrapes discover and match every process
+                scrape(port)
+            print(f"ours: {' '.join(ours_cmd)}  (a whole cold process each time)")
+            print(f"peer: {EXPORTER} {' '.join(flags)}: one GET /metrics, its CPU from /proc")
+            result = run_pairs(
+                ("footprint --once", command(ours_cmd, env=env)),
+                ("process-exporter scrape", exporter_side(port, process.pid)),
+                args.pairs,
+            )
+            groups = groups_of(scrape(port))
+        wrong = misclassified(fleet)
     finally:
         fleet.stop()
         shutil.rmtree(work, ignore_errors=True)
-    report(results)
-    if args.out:
-        args.out.write_text(json.dumps(results, indent=2))
-    return 0
-
-
-def report(results: dict) -> None:
-    ours = results["agentwatch"]
-    print(f"host processes seen: {ours['processes_seen']}")
-    print(
-        f"our processes by planned kind: {ours['planned']}; misclassified: {ours['misclassified']}"
-    )
-    print(f"host-wide counts (others' processes included): {ours['counts']}")
-    print(f"agentwatch footprint: {ours['cpu_per_scan_s'] * 1e3:7.2f} ms CPU per scan (warm)")
-    print(f"                      {ours['cpu_per_cycle_s'] * 1e3:7.2f} ms CPU per cycle (+ write)")
-    print(f"                      {ours['cpu_cold_first_scan_s'] * 1e3:7.2f} ms CPU first scan")
-    for label in ("defaults", "lean", "recheck"):
-        peer = results[f"process_exporter_{label}"]
-        ratio = ours["cpu_per_cycle_s"] / peer["cpu_per_scrape_s"]
-        verdict = "ok" if ratio <= TARGET else "MISSED"
-        print(
-            f"process-exporter {label:8}: {peer['cpu_per_scrape_s'] * 1e3:7.2f} ms CPU per scrape, "
-            f"RSS {peer['rss_bytes'] / 1e6:.0f} MB; ratio (our cycle / its scrape) "
-            f"{ratio:.2f} (target <= {TARGET}) {verdict}"
-        )
-        print(f"    its groups: {peer['groups']}")
+    print(table(result))
+    print(f"process-exporter's groups: {groups}")
+    print(f"our processes counted under another kind than planned: {wrong}")
+    check = ratio_check(result, "cpu_s", args.target)
+    return verdict([check], args.out, {"extra": args.extra, "pairs": result.as_dict()})
 
 
 if __name__ == "__main__":

@@ -1,43 +1,41 @@
-"""Wall time per call of `agentwatch hook` and `agentwatch statusline`, as Claude Code pays it
-(interpreter start included), next to the bare interpreter and `agentwatch --version` measured
-in the same run, round-robin so that a busy machine slows all of them alike.
+"""`agentwatch statusline` and `agentwatch hook` against `ccusage statusline`, each call a whole
+process as Claude Code runs it (interpreter or Node start included), in interleaved pairs.
 
-Each command runs `--calls` times with a recorded 2.1.328 payload on stdin (a PreToolUse for
-the hook, a subscription statusline with rate_limits for the statusline; no chained command).
-Prints p50/p99/max per command and their ratios to the bare interpreter, and what the editable
-install's import hook (the `__editable__` finder a `pip install -e` adds to site-packages)
-costs at every start: `python -X importtime` of it, and `python -c pass` against `python -S`
-(no site, so no .pth files at all). Fails (exit 1) when a writer's p99 passes 60 ms.
+    .venv/bin/python bench/bench_hooks.py [--calls 100] [--ccusage PATH]
 
-    .venv/bin/python bench/bench_hooks.py [--calls 200]
+Both statuslines get the same recorded Claude Code 2.1.328 payload on stdin (a subscription
+statusline with rate_limits; no chained command) with HOME and CLAUDE_CONFIG_DIR in a fresh
+empty folder, so ccusage reads no transcripts: its floor, with its default 1 s output cache.
+The hook (a recorded PreToolUse payload) has no peer of its own; Claude Code runs it as often
+as the statusline, so it is paired with `ccusage statusline` too. Prints each side's
+p50/p99/max wall and median CPU, the per-pair ratios' spread and the load average. Exit 1
+when a p99 of ours passes ccusage's (ratio of the p99s over 1.0, `--target`), 2 when ccusage
+is missing.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
-import statistics
-import subprocess
+import os
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from agent_bench import default_ccusage
+from pairs import (
+    Check,
+    Pairs,
+    command,
+    main_guard,
+    need_executable,
+    ratio_check,
+    run_pairs,
+    table,
+    verdict,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "hooks"
-TARGET_P99 = 0.060
-
-
-def timed(argv: list[str], data: bytes) -> float:
-    """Start to exit of one call. No timeout on the wait: with one, Python polls the child
-    with growing sleeps and the figures snap to them."""
-    started = time.perf_counter()
-    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
-    process.communicate(data)
-    elapsed = time.perf_counter() - started
-    if process.returncode != 0:
-        raise SystemExit(f"{argv} exited {process.returncode}")
-    return elapsed
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -45,61 +43,62 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def finder_import_ms(python: str) -> float:
-    """Cumulative import time of the editable finder, from `-X importtime`."""
-    done = subprocess.run([python, "-X", "importtime", "-c", "pass"], capture_output=True,
-                          text=True, timeout=30, check=True)  # fmt: skip
-    for line in done.stderr.splitlines():
-        if "__editable__" in line and "finder" in line:
-            return int(re.split(r"\s*\|\s*", line)[1]) / 1000
-    return 0.0
+def p99_check(result: Pairs, limit: float) -> Check:
+    ours = percentile([s.wall_s for s in result.a], 0.99)
+    theirs = percentile([s.wall_s for s in result.b], 0.99)
+    print(f"p99 wall: {result.names[0]} {ours * 1e3:.1f} ms, {result.names[1]} "
+          f"{theirs * 1e3:.1f} ms")  # fmt: skip
+    return Check(f"p99 wall {result.names[0]} / {result.names[1]}", ours / theirs, limit)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=200)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--calls", type=int, default=100, help="pairs per command (default 100)")
+    parser.add_argument("--ccusage", default=default_ccusage(), help="the ccusage command")
+    parser.add_argument(
+        "--agentwatch",
+        default=str(Path(sys.executable).parent / "agentwatch"),
+        help="the agentwatch command (default: next to this Python)",
+    )
+    parser.add_argument("--target", type=float, default=1.0, help="max p99 ratio (1.0)")
+    parser.add_argument("--out", type=Path, help="write the samples and verdicts as JSON")
     args = parser.parse_args()
-    python = sys.executable
-    agentwatch = str(Path(python).parent / "agentwatch")
-    with tempfile.TemporaryDirectory() as scratch:
-        state = str(Path(scratch) / "state")
-        hook_input = (FIXTURES / "PreToolUse.json").read_bytes()
-        status_input = (FIXTURES / "statusline-subscription.json").read_bytes()
-        commands = {
-            "python -c pass": ([python, "-c", "pass"], b""),
-            "python -S -c pass (no site)": ([python, "-S", "-c", "pass"], b""),
-            "agentwatch --version": ([agentwatch, "--version"], b""),
-            "agentwatch hook": ([agentwatch, "hook", "--state-dir", state], hook_input),
-            "agentwatch statusline": (
-                [agentwatch, "statusline", "--state-dir", state],
-                status_input,
-            ),
-        }
-        times: dict[str, list[float]] = {name: [] for name in commands}
-        for _ in range(args.calls):
-            for name, (argv, data) in commands.items():
-                times[name].append(timed(argv, data))
-        events = (Path(state) / "claude-events" / "events.jsonl").read_text().count("\n")
-    bare = statistics.median(times["python -c pass"])
-    print(f"{args.calls} calls each, round-robin; ratios are p50 / p50 of `python -c pass`")
-    print(f"{'command':34} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'ratio':>6}")
-    for name, values in times.items():
-        p50, p99 = statistics.median(values), percentile(values, 0.99)
-        print(f"{name:34} {p50 * 1e3:8.1f} {p99 * 1e3:8.1f} {max(values) * 1e3:8.1f} "
-              f"{p50 / bare:6.2f}")  # fmt: skip
-    site_cost = bare - statistics.median(times["python -S -c pass (no site)"])
-    finder = statistics.median(finder_import_ms(python) for _ in range(20))
-    print(f"editable install's import hook: {finder:.1f} ms (-X importtime, median of 20); "
-          f"site with every .pth: {site_cost * 1e3:.1f} ms (p50 with site minus -S)")  # fmt: skip
-    assert events == args.calls, f"the hook wrote {events} events for {args.calls} calls"
-    worst = max(
-        percentile(times[name], 0.99) for name in ("agentwatch hook", "agentwatch statusline")
-    )
-    verdict = "meets" if worst <= TARGET_P99 else "MISSES"
-    print(
-        f"p99 of the writers {worst * 1e3:.1f} ms: {verdict} the {TARGET_P99 * 1e3:.0f} ms target"
-    )
-    return 0 if worst <= TARGET_P99 else 1
+
+    def body() -> int:
+        ccusage = need_executable(args.ccusage, "ccusage", "run scripts/setup --test or --ccusage")
+        agentwatch = need_executable(args.agentwatch, "agentwatch", "pip install -e .")
+        with tempfile.TemporaryDirectory(prefix="bench-hooks-") as scratch:
+            home, claude, state = (Path(scratch) / name for name in ("home", "claude", "state"))
+            home.mkdir()
+            claude.mkdir()
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+                   "CLAUDE_CONFIG_DIR": str(claude), "TZ": "UTC"}  # fmt: skip
+            status = (FIXTURES / "statusline-subscription.json").read_bytes()
+            hook = (FIXTURES / "PreToolUse.json").read_bytes()
+            peer = ("ccusage statusline", command([ccusage, "statusline"], env=env, stdin=status))
+            ours_status = command(
+                [agentwatch, "statusline", "--state-dir", str(state)], env=env, stdin=status
+            )
+            ours_hook = command(
+                [agentwatch, "hook", "--state-dir", str(state)], env=env, stdin=hook
+            )
+            checks, data = [], {}
+            for name, side in (("agentwatch statusline", ours_status),
+                               ("agentwatch hook", ours_hook)):  # fmt: skip
+                print(f"{name} against {peer[0]}: {args.calls} pairs", flush=True)
+                result = run_pairs((name, side), peer, args.calls, warmup=2, progress=False)
+                print(table(result))
+                checks.append(p99_check(result, args.target))
+                checks.append(ratio_check(result, "cpu_s", args.target))
+                data[name] = result.as_dict()
+            events = (state / "claude-events" / "events.jsonl").read_text().count("\n")
+            lost = args.calls + 2 - events
+            checks.append(Check("hook events not written", lost, 0))
+        return verdict(checks, args.out, data)
+
+    return main_guard(body)
 
 
 if __name__ == "__main__":

@@ -1,21 +1,24 @@
-"""Benchmarks of the token-ledger sentinel, as ratios against ccusage measured in the same run.
+"""Benchmarks of the token-ledger sentinel, whole processes against ccusage in interleaved pairs.
 
-    python bench/bench_ledger.py [--size 1G] [--files 2000] [--idle-seconds 60] [--skip-ccusage]
+    python bench/bench_ledger.py [--size 1G] [--scale 5G] [--pairs 3] [--hogs 1]
+                                 [--idle-seconds 60]
 
-(a) cold backfill: `ccusage claude daily --json --offline` vs
-    `agentwatch sentinel token-ledger --once` (fresh state) on the same corpus, warm page cache:
-    wall time, CPU, and each run's peak RSS (of its own process tree, summed over the
-    processes alive at once, sampled every 10 ms), and the token totals of both (and of the
-    generator) must agree.
-(a') scaling: the same backfill of a corpus --scale (5 GiB) large, in back-to-back pairs with
-    the base corpus: time at most 5.5x the base's for 5x the bytes, and flat peak memory.
-(b) live latency: the sentinel as a loop plus `agentwatch exporter`; append one new response to
-    a transcript, poll /metrics every 5 ms until the token counter moves; p50/p99 and the
-    sentinel's CPU per appended line.
-(c) idle: the same sentinel with every transcript tracked and nothing changing; CPU as % of a
+(a) cold backfill: `agentwatch sentinel token-ledger --once` (fresh state every run) and
+    `ccusage claude daily --json --offline` on the same corpus, warm page cache, in `--pairs`
+    pairs (bench/pairs.py: order alternating; wall, CPU of the process tree, peak summed
+    RSS); min/median/max of the per-pair ratios. Targets on the medians: wall <= 1.0, CPU
+    <= 1.2, memory below ccusage's; token totals equal to ccusage's and the generator's.
+(a') scaling: the same pairs on a corpus `--scale` large (5 GiB; files scaled alike): CPU
+    <= 1.0x ccusage's there, memory below it, and our CPU grows at most x5.2 for 5x the bytes
+    (prorated for another factor) with peak memory flat (<= x1.2).
+(b) live latency: the sentinel as a loop plus `agentwatch exporter`, with `--hogs` busy loops
+    beside them; append one new response to a transcript, poll /metrics every 5 ms until the
+    token counter moves: p99 <= 1 s, the sentinel's CPU <= 3 ms per appended line.
+(c) idle: the same sentinel with every transcript tracked and nothing changing: < 0.2 % of a
     core.
 
-Results are printed and written as JSON (--out).
+Exit 1 when a target is missed or a total differs, 2 when ccusage or agentwatch is missing.
+Everything is written as JSON (--out).
 """
 
 from __future__ import annotations
@@ -34,14 +37,26 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil
+from pairs import (
+    Check,
+    Pairs,
+    Sample,
+    SetupError,
+    kill_group,
+    main_guard,
+    need_executable,
+    ratio_check,
+    run_command,
+    run_pairs,
+    table,
+    verdict,
+)
 from prometheus_client.parser import text_string_to_metric_families
 
 from agentwatch.demo import corpus
@@ -64,166 +79,22 @@ CC_KEYS = {
     "cache_creation": "cacheCreationTokens",
     "cache_read": "cacheReadTokens",
 }
-TARGETS = {
-    "backfill_wall_ratio": ("<=", 1.0),
-    "backfill_rss_ratio": ("<", 1.0),
-    "backfill_cpu_ratio": ("<=", 1.2),
-    "scale_wall_ratio": ("<=", 5.5),
-    "scale_rss_ratio": ("<=", 1.2),
-    "live_p99_seconds": ("<=", 1.0),
-    "live_cpu_ms_per_line": ("<=", 10.0),
-    "idle_cpu_percent": ("<", 0.2),
+TARGETS = {  # ratios are medians of the per-pair ratios agentwatch / ccusage
+    "backfill_wall_ratio": 1.0,
+    "backfill_rss_ratio": 1.0,  # below
+    "backfill_cpu_ratio": 1.2,
+    "scale_cpu_ratio": 1.0,  # at --scale (issue 29)
+    "scale_rss_vs_ccusage": 1.0,  # below
+    "scale_cpu_growth": 5.2,  # for 5x the bytes, prorated for another factor (issue 29)
+    "scale_rss_growth": 1.2,  # memory flat
+    "live_p99_seconds": 1.0,  # with --hogs busy loops beside it
+    "live_cpu_ms_per_line": 3.0,  # issue 29
+    "idle_cpu_percent": 0.2,  # below
 }
-COST_REL_TOL = 1e-9
 
 
 # --------------------------------------------------------------------------------------------
 # processes
-
-
-@dataclass
-class Run:
-    wall_s: float
-    user_s: float
-    sys_s: float
-    max_rss_mib: float
-    returncode: int
-
-    @property
-    def cpu_s(self) -> float:
-        return self.user_s + self.sys_s
-
-    def describe(self) -> str:
-        return (
-            f"{self.wall_s:7.2f} s wall, {self.cpu_s:7.2f} s cpu, "
-            f"{self.max_rss_mib:7.1f} MiB peak RSS (its process tree)"
-        )
-
-
-def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
-
-
-PAGE = os.sysconf("SC_PAGE_SIZE")
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _pids() -> set[int]:
-    return {int(name) for name in os.listdir("/proc") if name.isdigit()}
-
-
-def _stat(pid: int) -> tuple[int, float] | None:
-    """(parent pid, CPU seconds) from /proc/PID/stat; None once the process is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-    except OSError:
-        return None
-    return int(fields[1]), (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def _rss(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/statm", "rb") as fh:
-            return int(fh.read().split()[1]) * PAGE
-    except OSError:
-        return None
-
-
-class TreeSampler(threading.Thread):
-    """Samples one run's process tree (its root and every descendant) every `every` seconds:
-    the peak of the SUMMED resident memory of the processes alive at once (a parallel run must
-    not hide behind its largest process) and the CPU time of every process seen (workers
-    started through a fork server are not waited children).
-
-    That peak is the run's memory figure. wait4's and RUSAGE_CHILDREN's ru_maxrss cannot be
-    used: a child's high-water mark starts at the benchmark's own resident size when it is
-    forked, so once the corpus is generated in this process every run reports the same
-    number. A sample has to be cheap to be taken every 10 ms without slowing the timed run on
-    a 2-core machine, so the tree is found without reading the whole process table each time:
-    processes that existed before the run (`before`) are never its descendants, and a new pid
-    is classified once, by its parent."""
-
-    def __init__(self, pid: int, before: set[int], every: float = 0.01):
-        super().__init__(daemon=True)
-        self.every = every
-        self.tree = {pid}
-        self.seen = before | {pid}  # classified: in the tree, or not ours
-        self.peak_rss = 0
-        self.cpu: dict[int, float] = {}
-        self.done = threading.Event()
-
-    def _adopt(self) -> None:
-        """Add the new processes whose parent is in the tree (children before grandchildren)."""
-        parents = {}
-        for pid in _pids() - self.seen:
-            found = _stat(pid)
-            if found is not None:
-                parents[pid] = found[0]
-        added = True
-        while added:
-            added = False
-            for pid, parent in list(parents.items()):
-                if parent in self.tree:
-                    self.tree.add(pid)
-                    del parents[pid]
-                    added = True
-        self.seen |= self.tree | parents.keys()
-
-    def run(self) -> None:
-        while not self.done.is_set():
-            self._adopt()
-            total = 0
-            for pid in list(self.tree):
-                rss, found = _rss(pid), _stat(pid)
-                if rss is None or found is None:
-                    self.tree.discard(pid)  # exited: its CPU time stays counted
-                    continue
-                total += rss
-                self.cpu[pid] = found[1]
-            if not self.tree:
-                return
-            self.peak_rss = max(self.peak_rss, total)
-            self.done.wait(self.every)
-
-
-def run_measured(
-    cmd: list[str], env: dict[str, str], stdout: Path, stderr: Path, timeout: float
-) -> Run:
-    """Run cmd to completion: wall time, CPU and peak RSS of its own process tree (the
-    sampler's peak; CPU never less than wait4's for the child and what it waited for)."""
-    with open(stdout, "wb") as out, open(stderr, "wb") as err:
-        before = _pids()
-        started = time.perf_counter()
-        proc = subprocess.Popen(
-            cmd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True
-        )
-        sampler = TreeSampler(proc.pid, before)
-        sampler.start()
-        timer = threading.Timer(timeout, _kill_group, args=(proc.pid,))
-        timer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        except BaseException:
-            _kill_group(proc.pid)
-            proc.wait(10)
-            raise
-        finally:
-            timer.cancel()
-            sampler.done.set()
-            sampler.join(5)
-        wall = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        tail = stderr.read_text(errors="replace")[-2000:]
-        raise RuntimeError(
-            f"{cmd[0]} exited {proc.returncode}{' (timeout)' if wall >= timeout else ''}:\n{tail}"
-        )
-    waited = usage.ru_utime + usage.ru_stime  # the child and the children it waited for
-    sampled = sum(sampler.cpu.values())  # every process seen in the tree
-    peak = sampler.peak_rss / (1 << 20)
-    return Run(wall, max(waited, sampled) - usage.ru_stime, usage.ru_stime, peak, proc.returncode)
 
 
 @contextlib.contextmanager
@@ -242,11 +113,11 @@ def background(cmd: list[str], env: dict[str, str], log: Path) -> Iterator[subpr
         yield proc
     finally:
         if proc.poll() is None:
-            _kill_group(proc.pid, signal.SIGTERM)
+            kill_group(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(10)
             except subprocess.TimeoutExpired:
-                _kill_group(proc.pid)
+                kill_group(proc.pid)
                 proc.wait(10)
 
 
@@ -271,7 +142,7 @@ def find_agentwatch(explicit: str | None) -> str:
             return str(folder / "agentwatch")
     found = shutil.which("agentwatch")
     if not found:
-        raise SystemExit("agentwatch not found: pip install -e . (or pass --agentwatch)")
+        raise SetupError("agentwatch not found: pip install -e . (or pass --agentwatch)")
     return found
 
 
@@ -304,8 +175,8 @@ def ledger_totals(prom: Path) -> dict[str, Any]:
     return {"tokens": tokens, "cost": cost, "token_series": series, **gauges}
 
 
-def ccusage_totals(out: Path) -> dict[str, Any]:
-    totals = json.loads(out.read_text())["totals"]
+def ccusage_totals(out: bytes) -> dict[str, Any]:
+    totals = json.loads(out)["totals"]
     return {
         "tokens": {t: int(totals[k]) for t, k in CC_KEYS.items()},
         "cost": float(totals["totalCost"]),
@@ -315,12 +186,6 @@ def ccusage_totals(out: Path) -> dict[str, Any]:
 def expected_totals(manifest: dict[str, Any]) -> dict[str, Any]:
     e = manifest["expected_ccusage"]
     return {"tokens": {t: int(e[k]) for t, k in CC_KEYS.items()}, "cost": float(e["totalCost"])}
-
-
-def same_totals(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return a["tokens"] == b["tokens"] and abs(a["cost"] - b["cost"]) <= max(
-        1e-6, COST_REL_TOL * abs(b["cost"])
-    )
 
 
 def same_tokens(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -351,65 +216,62 @@ def once_command(aw: str, spool: Path, state: Path) -> list[str]:
             "--state-dir", str(state)]  # fmt: skip
 
 
-def backfill(
-    args: argparse.Namespace, root: Path, work: Path, aw: str, manifest: dict[str, Any]
-) -> dict[str, Any]:
-    """Both readers on the whole corpus, alternating, `--repeat` times each; every run's
-    memory is the peak of its own process tree, so the runs' figures differ."""
+def pair_backfill(
+    args: argparse.Namespace, root: Path, work: Path, aw: str, label: str
+) -> tuple[Pairs, dict[str, Any], dict[str, Any], Path, Path]:
+    """`--pairs` interleaved pairs of the two whole commands on `root`: the sentinel's cold
+    backfill (fresh state every run) and ccusage. Returns the pairs, the token totals of the
+    last run of each, and the spool and state folders of our last run."""
     home = work / "home"
     home.mkdir(exist_ok=True)
     env = clean_env(home, root)
-    cc_runs: list[Run] = []
-    aw_runs: list[Run] = []
-    cc_tot: dict[str, Any] | None = None
-    aw_tot: dict[str, Any] = {}
-    for i in range(args.repeat):
-        if not args.skip_ccusage:
-            out = work / f"ccusage-{i}.json"
-            command = [args.ccusage, "claude", "daily", "--json", "--offline"]
-            run = run_measured(command, env, out, work / f"ccusage-{i}.err", args.timeout)
-            cc_runs.append(run)
-            cc_tot = ccusage_totals(out)
-            print(f"  ccusage    run {i + 1}: {run.describe()}", flush=True)
-        spool, state = work / f"spool-{i}", work / f"state-{i}"
-        run = run_measured(
-            once_command(aw, spool, state),
-            env,
-            work / f"once-{i}.out",
-            work / f"once-{i}.err",
-            args.timeout,
-        )
-        aw_runs.append(run)
-        aw_tot = ledger_totals(spool / "token-ledger.prom")
-        print(f"  agentwatch run {i + 1}: {run.describe()}", flush=True)
+    spool, state = work / f"{label}-spool", work / f"{label}-state"
+    last: dict[str, Sample] = {}
+
+    def ours() -> Sample:
+        shutil.rmtree(spool, ignore_errors=True)
+        shutil.rmtree(state, ignore_errors=True)
+        return run_command(once_command(aw, spool, state), env=env, timeout=args.timeout)
+
+    def theirs() -> Sample:
+        command = [args.ccusage, "claude", "daily", "--json", "--offline"]
+        last["ccusage"] = run_command(command, env=env, timeout=args.timeout)
+        return last["ccusage"]
+
+    result = run_pairs(("agentwatch --once", ours), ("ccusage claude daily", theirs), args.pairs)
+    print(table(result), flush=True)
+    return (
+        result,
+        ledger_totals(spool / "token-ledger.prom"),
+        ccusage_totals(last["ccusage"].out),
+        spool,
+        state,
+    )
+
+
+def backfill(
+    args: argparse.Namespace, root: Path, work: Path, aw: str, manifest: dict[str, Any]
+) -> tuple[Pairs, list[Check], Path, Path]:
+    """(a): the pairs on the base corpus, with the totals checked against the generator's."""
+    result, ours, theirs, spool, state = pair_backfill(args, root, work, aw, "base")
     gen = expected_totals(manifest)
-    result: dict[str, Any] = {
-        "agentwatch": summarize(aw_runs),
-        "totals": {"agentwatch": aw_tot, "generator": gen},
-        "checks": {"agentwatch_tokens_equal_generator": same_tokens(aw_tot, gen)},
-        "spool_dir": str(work / f"spool-{args.repeat - 1}"),
-        "state_dir": str(work / f"state-{args.repeat - 1}"),
-    }
-    if cc_runs and cc_tot is not None:
-        cc = summarize(cc_runs)
-        result["ccusage"] = cc
-        result["totals"]["ccusage"] = cc_tot
-        result["checks"]["agentwatch_tokens_equal_ccusage"] = same_tokens(aw_tot, cc_tot)
-        result["checks"]["generator_equals_ccusage"] = same_totals(gen, cc_tot)
-        result["ratios"] = {
-            "backfill_wall_ratio": result["agentwatch"]["wall_s"] / cc["wall_s"],
-            "backfill_rss_ratio": result["agentwatch"]["max_rss_mib"] / cc["max_rss_mib"],
-            "backfill_cpu_ratio": result["agentwatch"]["cpu_s"] / cc["cpu_s"],
-        }
-    return result
+    print_totals({"agentwatch": ours, "ccusage": theirs, "generator": gen})
+    checks = [
+        ratio_check(result, "wall_s", TARGETS["backfill_wall_ratio"]),
+        ratio_check(result, "cpu_s", TARGETS["backfill_cpu_ratio"]),
+        ratio_check(result, "rss_mib", TARGETS["backfill_rss_ratio"], strict=True),
+        Check("(a) token types agentwatch != ccusage", differing(ours, theirs), 0),
+        Check("(a) token types agentwatch != generator", differing(ours, gen), 0),
+    ]
+    return result, checks, spool, state
 
 
-def scale(args: argparse.Namespace, root: Path, work: Path, aw: str) -> dict[str, Any]:
-    """The same cold backfill on a corpus `--scale` large (files scaled alike, so a file's
-    size and the mix of lines stay): its wall time and peak memory against the base corpus's,
-    in pairs run back to back (base, then large, `--scale-repeat` times), so that both sides
-    of the ratio see the same load on a shared machine. Memory must stay flat: chunks are
-    bounded, not the history."""
+def scale(
+    args: argparse.Namespace, root: Path, work: Path, aw: str, base: Pairs
+) -> tuple[Pairs, list[Check]]:
+    """(a'): the same pairs on a corpus `--scale` large (files scaled alike, so a file's size
+    and the mix of lines stay): against ccusage there, and our growth from the base corpus
+    (median CPU and peak memory of our runs at each size)."""
     size = corpus.parse_size(args.scale)
     factor = size / corpus.parse_size(args.size)
     files = max(1, round(args.files * factor))
@@ -419,48 +281,62 @@ def scale(args: argparse.Namespace, root: Path, work: Path, aw: str) -> dict[str
     print(f"  {'generated' if made else 're-used'}", flush=True)
     nfiles, nbytes, took = warm_cache(big_root)
     print(f"  page cache warmed: {nfiles} files, {nbytes / (1 << 20):.0f} MiB in {took:.1f} s")
-    home = work / "home"
-    home.mkdir(exist_ok=True)
-    runs: dict[str, list[Run]] = {"base": [], "big": []}
-    totals: dict[str, Any] = {}
-    for i in range(args.scale_repeat or args.repeat):
-        for name, tree, label in (("base", root, args.size), ("big", big_root, args.scale)):
-            spool, state = work / f"scale-{name}-spool-{i}", work / f"scale-{name}-state-{i}"
-            run = run_measured(
-                once_command(aw, spool, state),
-                clean_env(home, tree),
-                work / f"scale-{name}-{i}.out",
-                work / f"scale-{name}-{i}.err",
-                args.timeout,
-            )
-            runs[name].append(run)
-            if name == "big":
-                totals = ledger_totals(spool / "token-ledger.prom")
-            shutil.rmtree(state, ignore_errors=True)  # a 5 GiB history's database: not kept
-            print(f"  agentwatch {label:>4} run {i + 1}: {run.describe()}", flush=True)
-    base, big = summarize(runs["base"]), summarize(runs["big"])
+    result, ours, theirs, _spool, state = pair_backfill(args, big_root, work, aw, "scale")
+    shutil.rmtree(state, ignore_errors=True)  # a big history's database: not kept
     gen = expected_totals(manifest)
-    return {
-        "corpus": {"dir": str(big_root), "bytes": manifest["bytes"], "files": manifest["files"]},
-        "factor": factor,
-        "base": base,
-        "agentwatch": big,
-        "totals": {"agentwatch": totals, "generator": gen},
-        "checks": {"scale_agentwatch_tokens_equal_generator": same_tokens(totals, gen)},
-        "ratios": {
-            "scale_wall_ratio": big["wall_s"] / base["wall_s"],
-            "scale_rss_ratio": big["max_rss_mib"] / base["max_rss_mib"],
-        },
-    }
+    print_totals({"agentwatch": ours, "ccusage": theirs, "generator": gen})
+
+    def median_of(pairs: Pairs, side: str, metric: str) -> float:
+        samples = pairs.a if side == "a" else pairs.b
+        return statistics.median(sample.value(metric) for sample in samples)
+
+    growth_cpu = median_of(result, "a", "cpu_s") / median_of(base, "a", "cpu_s")
+    growth_rss = median_of(result, "a", "rss_mib") / median_of(base, "a", "rss_mib")
+    peer_growth = median_of(result, "b", "cpu_s") / median_of(base, "b", "cpu_s")
+    print(f"growth for x{factor:.1f} the bytes: agentwatch CPU x{growth_cpu:.2f}, peak memory "
+          f"x{growth_rss:.2f}; ccusage CPU x{peer_growth:.2f}")  # fmt: skip
+    label = f"(a') {args.scale}"
+    checks = [
+        ratio_check(result, "cpu_s", TARGETS["scale_cpu_ratio"]),
+        ratio_check(result, "rss_mib", TARGETS["scale_rss_vs_ccusage"], strict=True),
+        Check(f"{label}: agentwatch CPU growth from {args.size}", growth_cpu,
+              TARGETS["scale_cpu_growth"] * factor / 5),
+        Check(f"{label}: agentwatch peak memory growth from {args.size}", growth_rss,
+              TARGETS["scale_rss_growth"]),
+        Check(f"{label}: token types agentwatch != ccusage", differing(ours, theirs), 0),
+        Check(f"{label}: token types agentwatch != generator", differing(ours, gen), 0),
+    ]  # fmt: skip
+    for check in checks[:2]:
+        check.name = f"{label}: {check.name}"
+    return result, checks
 
 
-def summarize(runs: list[Run]) -> dict[str, Any]:
-    return {
-        "wall_s": statistics.median(r.wall_s for r in runs),
-        "cpu_s": statistics.median(r.cpu_s for r in runs),
-        "max_rss_mib": statistics.median(r.max_rss_mib for r in runs),
-        "runs": [asdict(r) for r in runs],
-    }
+def differing(a: dict[str, Any], b: dict[str, Any]) -> int:
+    """Token types whose totals differ (the cost is not compared: see same_tokens)."""
+    return sum(1 for kind in TYPES if a["tokens"][kind] != b["tokens"][kind])
+
+
+def print_totals(totals: dict[str, dict[str, Any]]) -> None:
+    print(f"    {'totals':12} " + " ".join(f"{t:>14}" for t in TYPES) + f" {'cost $':>16}")
+    for name, tot in totals.items():
+        print(f"    {name:12} " + " ".join(f"{tot['tokens'][t]:>14}" for t in TYPES)
+              + f" {tot['cost']:>16.6f}")  # fmt: skip
+
+
+@contextlib.contextmanager
+def hogs(count: int) -> Iterator[None]:
+    """`count` busy loops at normal priority beside the measured processes (a loaded
+    machine: the live target holds with the CPU taken)."""
+    procs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        for _ in range(count)
+    ]
+    try:
+        yield
+    finally:
+        for proc in procs:
+            kill_group(proc.pid)
+            proc.wait(10)
 
 
 def scrape_tokens(port: int, timeout: float = 2.0) -> int | None:
@@ -547,6 +423,7 @@ def live_and_idle(
         with (
             background(sentinel_cmd, env, work / "sentinel.log") as sentinel,
             background(exporter_cmd, env, work / "exporter.log") as exporter,
+            hogs(args.hogs),
         ):
             sp = psutil.Process(sentinel.pid)
             ep = psutil.Process(exporter.pid)
@@ -607,6 +484,7 @@ def live_and_idle(
             cpu1, ecpu1 = cpu_seconds(sp), cpu_seconds(ep)
             final = scrape_tokens(port)
             result["live"] = {
+                "load": list(os.getloadavg()),
                 "lines": args.live_lines,
                 "seen": len(latencies),
                 "missed": missed,
@@ -654,109 +532,56 @@ def live_and_idle(
 # report
 
 
-def verdict(name: str, value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    op, limit = TARGETS[name]
-    ok = value <= limit if op == "<=" else value < limit
-    return f"{'PASS' if ok else 'FAIL'} (target {op} {limit:g})"
-
-
-def report(res: dict[str, Any]) -> None:
-    c = res["corpus"]
-    print()
-    print(
-        f"corpus: {c['bytes'] / (1 << 30):.3f} GiB, {c['files']} files "
-        f"({c['subagent_files']} sub-agent), {c['projects']} projects, {c['lines']} lines, "
-        f"largest line {c['max_line_bytes'] / (1 << 20):.1f} MiB, {c['responses']} responses, "
-        f"{sum(c['bad_lines'].values())} bad lines"
-    )
-    b = res.get("backfill")
-    if b:
-        print(
-            "\n(a) cold backfill (warm page cache; median of "
-            f"{len(b['agentwatch']['runs'])} run(s))"
-        )
-        print(f"    {'':12} {'wall s':>9} {'cpu s':>9} {'peak RSS MiB':>13}")
-        for name in ("ccusage", "agentwatch"):
-            if name in b:
-                r = b[name]
-                print(
-                    f"    {name:12} {r['wall_s']:9.2f} {r['cpu_s']:9.2f} {r['max_rss_mib']:13.1f}"
-                )
-        for name in ("ccusage", "agentwatch"):
-            if name in b:
-                peaks = ", ".join(f"{run['max_rss_mib']:.1f}" for run in b[name]["runs"])
-                print(f"    {name} peak RSS per run (own process tree): {peaks} MiB")
-        if "ratios" in b:
-            r = b["ratios"]
-            print(
-                f"    {'aw/ccusage':12} {r['backfill_wall_ratio']:9.2f} "
-                f"{r['backfill_cpu_ratio']:9.2f} {r['backfill_rss_ratio']:13.2f}"
-            )
-            print(
-                f"    wall ratio: {verdict('backfill_wall_ratio', r['backfill_wall_ratio'])}; "
-                f"RSS ratio: {verdict('backfill_rss_ratio', r['backfill_rss_ratio'])}"
-            )
-        print(f"    {'totals':12} " + " ".join(f"{t:>14}" for t in TYPES) + f" {'cost $':>16}")
-        for name, tot in b["totals"].items():
-            print(
-                f"    {name:12} "
-                + " ".join(f"{tot['tokens'][t]:>14}" for t in TYPES)
-                + f" {tot['cost']:>16.6f}"
-            )
-        for name, ok in b["checks"].items():
-            print(f"    {name}: {'yes' if ok else 'NO'}")
-        if "ratios" in b:
-            r = b["ratios"]
-            print(f"    cpu ratio: {verdict('backfill_cpu_ratio', r['backfill_cpu_ratio'])}")
-    sc = res.get("scale")
-    if sc:
-        a, base = sc["agentwatch"], sc["base"]
-        r = sc["ratios"]
-        print(
-            f"\n(a') scale: {sc['corpus']['bytes'] / (1 << 30):.2f} GiB, "
-            f"{sc['corpus']['files']} files: {a['wall_s']:.2f} s wall, {a['cpu_s']:.2f} s cpu, "
-            f"{a['max_rss_mib']:.1f} MiB peak RSS"
-        )
-        print(
-            f"    against {base['wall_s']:.2f} s and {base['max_rss_mib']:.1f} MiB at "
-            f"{res['corpus']['bytes'] / (1 << 30):.2f} GiB: time x{r['scale_wall_ratio']:.2f} "
-            f"for x{sc['factor']:.1f} the bytes, "
-            f"{verdict('scale_wall_ratio', r['scale_wall_ratio'])}; memory "
-            f"x{r['scale_rss_ratio']:.2f}, {verdict('scale_rss_ratio', r['scale_rss_ratio'])}"
-        )
-        for name, ok in sc["checks"].items():
-            print(f"    {name}: {'yes' if ok else 'NO'}")
-    lv = res.get("live", {}).get("live")
+def live_checks(res: dict[str, Any], hog_count: int) -> list[Check]:
+    """Print (b) and (c) and return their checks."""
+    checks: list[Check] = []
+    lv = res.get("live")
     if lv:
         print(
-            f"\n(b) live: {lv['lines']} appended lines, {lv['seen']} seen, {lv['missed']} "
-            f"missed, {lv['partial_updates']} partial, final total "
-            f"{'ok' if lv['final_total_ok'] else 'WRONG'}"
+            f"\n(b) live, {hog_count} busy loop(s) beside it: {lv['lines']} appended lines, "
+            f"{lv['seen']} seen, {lv['missed']} missed, {lv['partial_updates']} partial, final "
+            f"total {'ok' if lv['final_total_ok'] else 'WRONG'}; load average "
+            f"{' '.join(f'{x:.2f}' for x in lv['load'])}"
         )
         if lv["p50_s"] is not None:
             print(
                 f"    latency p50 {lv['p50_s'] * 1000:.1f} ms, p90 {lv['p90_s'] * 1000:.1f} ms, "
-                f"p99 {lv['p99_s'] * 1000:.1f} ms, max {lv['max_s'] * 1000:.1f} ms: "
-                f"{verdict('live_p99_seconds', lv['p99_s'])}"
+                f"p99 {lv['p99_s'] * 1000:.1f} ms, max {lv['max_s'] * 1000:.1f} ms"
             )
         print(
-            f"    sentinel CPU {lv['sentinel_cpu_ms_per_line']:.2f} ms per line: "
-            f"{verdict('live_cpu_ms_per_line', lv['sentinel_cpu_ms_per_line'])} "
+            f"    sentinel CPU {lv['sentinel_cpu_ms_per_line']:.2f} ms per line "
             f"(exporter, scraped every 5 ms: {lv['exporter_cpu_s']:.2f} s)"
         )
-    idle = res.get("live", {}).get("idle")
+        p99 = lv["p99_s"] if lv["p99_s"] is not None else float("inf")
+        checks += [
+            Check("(b) live p99 append -> /metrics, s", p99, TARGETS["live_p99_seconds"]),
+            Check(
+                "(b) sentinel CPU per appended line, ms",
+                lv["sentinel_cpu_ms_per_line"],
+                TARGETS["live_cpu_ms_per_line"],
+            ),
+            Check("(b) appended lines missed or partial", lv["missed"] + lv["partial_updates"], 0),
+            Check("(b) final total wrong", 0 if lv["final_total_ok"] else 1, 0),
+        ]
+    idle = res.get("idle")
     if idle:
         print(
             f"\n(c) idle {idle['seconds']:.0f} s, {idle['files_tracked']} files tracked "
             f"({idle['transcript_files']} transcripts): sentinel "
             f"{idle['sentinel_cpu_percent']:.3f} % of a core "
             f"({idle['sentinel_cpu_s'] * 1000:.0f} ms CPU, "
-            f"RSS {idle['sentinel_rss_mib']:.0f} MiB): "
-            f"{verdict('idle_cpu_percent', idle['sentinel_cpu_percent'])}; exporter "
+            f"RSS {idle['sentinel_rss_mib']:.0f} MiB); exporter "
             f"{idle['exporter_cpu_percent_unscraped']:.3f} % (not scraped)"
         )
+        checks.append(
+            Check(
+                "(c) idle sentinel CPU, % of a core",
+                idle["sentinel_cpu_percent"],
+                TARGETS["idle_cpu_percent"],
+                strict=True,
+            )
+        )
+    return checks
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -765,14 +590,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--files", type=int, default=2000, help="transcript files in the corpus")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--corpus-dir", help="default /tmp/aw-corpus-SIZE[-fFILES-sSEED]")
-    ap.add_argument("--skip-ccusage", action="store_true", help="no ccusage run, no ratios")
     ap.add_argument(
         "--skip-backfill",
         action="store_true",
         help="no timed backfill (one untimed --once still seeds the live phase)",
     )
     ap.add_argument("--skip-live", action="store_true", help="no live and no idle phase")
-    ap.add_argument("--repeat", type=int, default=1, help="backfill runs of each (median)")
+    ap.add_argument("--pairs", type=int, default=3, help="interleaved backfill pairs (3)")
     ap.add_argument(
         "--scale",
         default="5G",
@@ -780,7 +604,7 @@ def main(argv: list[str] | None = None) -> int:
         "and memory with the base size's; 0 skips it",
     )
     ap.add_argument(
-        "--scale-repeat", type=int, default=0, help="pairs of scale runs (default: --repeat)"
+        "--hogs", type=int, default=1, help="busy loops beside the live phase (default 1)"
     )
     ap.add_argument("--live-lines", type=int, default=100)
     ap.add_argument("--live-gap", type=float, default=0.05, help="seconds between appends")
@@ -795,7 +619,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work-dir", help="keep spool, state and logs here (default: a temp dir)")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "out" / "result.json"))
     args = ap.parse_args(argv)
-    args.repeat = max(1, args.repeat)
 
     size = corpus.parse_size(args.size)
     name = f"aw-corpus-{corpus.format_size(size)}"
@@ -803,8 +626,7 @@ def main(argv: list[str] | None = None) -> int:
         name += f"-f{args.files}-s{args.seed}"
     root = Path(args.corpus_dir or f"/tmp/{name}")
     aw = find_agentwatch(args.agentwatch)
-    if not args.skip_ccusage and not os.access(args.ccusage, os.X_OK):
-        raise SystemExit(f"ccusage not found at {args.ccusage} (or pass --skip-ccusage)")
+    need_executable(args.ccusage, "ccusage", "run scripts/setup --test or pass --ccusage")
 
     print(f"corpus {root} ({args.size}, {args.files} files, seed {args.seed})", flush=True)
     started = time.perf_counter()
@@ -839,60 +661,39 @@ def main(argv: list[str] | None = None) -> int:
             "dir": str(root),
             **{k: v for k, v in manifest.items() if k not in ("by_kind", "expected_ccusage")},
         },
-        "targets": {k: f"{op} {v:g}" for k, (op, v) in TARGETS.items()},
+        "targets": TARGETS,
     }
     work = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="aw-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    ok = True
+    checks: list[Check] = []
     try:
         if not args.skip_backfill:
-            print("(a) cold backfill", flush=True)
-            res["backfill"] = backfill(args, root, work, aw, manifest)
-            ok = all(res["backfill"]["checks"].values())
-            spool = Path(res["backfill"]["spool_dir"])
-            state = Path(res["backfill"]["state_dir"])
+            print("(a) cold backfill, whole processes in interleaved pairs", flush=True)
+            base, found, spool, state = backfill(args, root, work, aw, manifest)
+            checks += found
+            res["backfill"] = base.as_dict()
             if args.scale not in ("", "0"):
-                res["scale"] = scale(args, root, work, aw)
-                ok = ok and all(res["scale"]["checks"].values())
+                print(f"(a') the same at {args.scale}", flush=True)
+                big, found = scale(args, root, work, aw, base)
+                checks += found
+                res["scale"] = big.as_dict()
         elif not args.skip_live:
             (work / "home").mkdir(exist_ok=True)
             spool, state = work / "spool-0", work / "state-0"
-            run_measured(
-                once_command(aw, spool, state),
-                clean_env(work / "home", root),
-                work / "once.out",
-                work / "once.err",
-                args.timeout,
-            )
+            run_command(once_command(aw, spool, state), env=clean_env(work / "home", root),
+                        timeout=args.timeout)  # fmt: skip
         if not args.skip_live:
             print(
                 "(b) live latency" + (" and (c) idle" if args.idle_seconds > 0 else ""), flush=True
             )
-            res["live"] = live_and_idle(args, root, work, aw, spool, state)
-            lv = res["live"]["live"]
-            ok = ok and lv["missed"] == 0 and lv["final_total_ok"]
+            res.update(live_and_idle(args, root, work, aw, spool, state))
     finally:
         if not args.work_dir:
             shutil.rmtree(work, ignore_errors=True)
-    measured: dict[str, float | None] = {
-        "backfill_wall_ratio": res.get("backfill", {}).get("ratios", {}).get("backfill_wall_ratio"),
-        "backfill_rss_ratio": res.get("backfill", {}).get("ratios", {}).get("backfill_rss_ratio"),
-        "live_p99_seconds": res.get("live", {}).get("live", {}).get("p99_s"),
-        "live_cpu_ms_per_line": res.get("live", {}).get("live", {}).get("sentinel_cpu_ms_per_line"),
-        "idle_cpu_percent": res.get("live", {}).get("idle", {}).get("sentinel_cpu_percent"),
-        "backfill_cpu_ratio": res.get("backfill", {}).get("ratios", {}).get("backfill_cpu_ratio"),
-        "scale_wall_ratio": res.get("scale", {}).get("ratios", {}).get("scale_wall_ratio"),
-        "scale_rss_ratio": res.get("scale", {}).get("ratios", {}).get("scale_rss_ratio"),
-    }
-    res["summary"] = {k: {"value": v, "verdict": verdict(k, v)} for k, v in measured.items()}
-    res["correct"] = ok
-    report(res)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(res, indent=1) + "\n")
-    print(f"\nwritten {out}")
-    return 0 if ok else 1
+    checks += live_checks(res, args.hogs)
+    print()
+    return verdict(checks, Path(args.out), res)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main_guard(main))

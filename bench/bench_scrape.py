@@ -1,25 +1,27 @@
-"""200 concurrent scrapers against the real exporter, next to the exporter before the body cache.
+"""Concurrent scrapers against the real exporter and node_exporter's textfile collector
+serving the same spool, in interleaved rounds.
+
+    .venv/bin/python bench/bench_scrape.py [--scrapers 50] [--requests 10] [--pairs 5]
 
 Writes a realistic spool (token ledger, resources, idle-error, footprint, release-readiness,
-controller: about 3,000 series, 400 KB), starts `agentwatch exporter` on it (loopback), and
-runs `--scrapers` concurrent clients that GET /metrics back to back for `--seconds`, each
-request with Prometheus' default 10 s scrape timeout. Then the same against the exporter of
-`--baseline` (a git ref, default `main`: its code extracted with `git archive` and run with
-the same Python), measured in the same run. Prints p50/p99/max latency, requests and
-timeouts of each, and the ratios.
-
-    .venv/bin/python bench/bench_scrape.py [--scrapers 200] [--seconds 12] [--baseline main]
+controller: about 2,100 series, 180 KiB in 6 files), starts `agentwatch exporter` on it and
+Debian's prometheus-node-exporter with only its textfile collector
+(`--collector.disable-defaults --collector.textfile --collector.textfile.directory=SPOOL`),
+both on loopback. Each round, `--scrapers` clients each GET /metrics `--requests` times back
+to back with Prometheus' default 10 s timeout, against one server, then the other (order
+alternating, pairs.py). Per round: p50/p99 latency, failures, the server's own CPU per request
+and its RSS; then min/median/max of the per-round ratios and the load average. Exit 1 when
+the median p99 ratio passes 1.0 (`--target`) or a scrape of ours failed; 2 when
+node_exporter is missing.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,14 +30,27 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import psutil
+from pairs import (
+    Check,
+    Sample,
+    SetupError,
+    Side,
+    cpu_of,
+    main_guard,
+    need_executable,
+    ratio_check,
+    rss_mib,
+    run_pairs,
+    table,
+    verdict,
+)
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily
 
 from agentwatch.core import spool
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 10.0  # Prometheus' default scrape_timeout
-TARGET_P99 = 0.250
+NODE_EXPORTER = "/usr/bin/prometheus-node-exporter"
 
 
 def free_port() -> int:
@@ -72,6 +87,7 @@ def write_spool(folder: Path) -> int:
     return series
 
 
+# baseline_tree and start_exporter: shared with bench_auth.py and bench_scrape_flight.py
 def baseline_tree(ref: str, into: Path) -> Path:
     """The package as it is at `ref`, importable as `agentwatch` from the returned folder."""
     package = into / "agentwatch"
@@ -111,6 +127,29 @@ def start_exporter(spool_dir: Path, port: int, work: Path, pythonpath: Path | No
     raise SystemExit(f"the exporter ({where}) did not start; see {log.name}")
 
 
+def wait_up(port: int, process: subprocess.Popen, what: str) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SetupError(f"{what} exited {process.returncode} at start")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+                reply.read()
+            return
+        except OSError:
+            time.sleep(0.1)
+    stop(process)
+    raise SetupError(f"{what} did not answer on 127.0.0.1:{port} within 60 s")
+
+
+def start(argv: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    with log.open("w") as out:
+        return subprocess.Popen(
+            argv, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+
+
 def stop(process: subprocess.Popen) -> None:
     if process.poll() is None:
         os.killpg(process.pid, signal.SIGTERM)
@@ -134,13 +173,13 @@ async def scrape_once(port: int) -> int:
         writer.close()
 
 
-async def scrapers(port: int, count: int, seconds: float) -> dict[str, Any]:
+async def scrapers(port: int, count: int, requests: int) -> dict[str, Any]:
+    """`count` clients, each doing `requests` GETs back to back under the 10 s timeout."""
     latencies: list[float] = []
     failures = {"timeouts": 0, "errors": 0}
-    stop_at = time.monotonic() + seconds
 
     async def one() -> None:
-        while time.monotonic() < stop_at:
+        for _ in range(requests):
             started = time.monotonic()
             try:
                 await asyncio.wait_for(scrape_once(port), TIMEOUT)
@@ -154,77 +193,94 @@ async def scrapers(port: int, count: int, seconds: float) -> dict[str, Any]:
     latencies.sort()
 
     def pct(p: float) -> float:
-        return latencies[min(len(latencies) - 1, int(p * len(latencies)))] if latencies else 0
+        return latencies[min(len(latencies) - 1, round(p * (len(latencies) - 1)))]
 
-    return {
-        "requests": len(latencies),
-        **failures,
-        "per_second": len(latencies) / seconds,
-        "p50": pct(0.50),
-        "p99": pct(0.99),
-        "max": latencies[-1] if latencies else 0.0,
-        "mean": statistics.fmean(latencies) if latencies else 0.0,
-    }
+    if not latencies:
+        return {"answered": 0, **failures, "p50": TIMEOUT, "p99": TIMEOUT}
+    return {"answered": len(latencies), **failures, "p50": pct(0.50), "p99": pct(0.99)}
 
 
-def measure(label: str, spool_dir: Path, work: Path, pythonpath: Path | None, args: Any) -> dict:
-    port = free_port()
-    process, where = start_exporter(spool_dir, port, work, pythonpath)
-    try:
-        asyncio.run(scrapers(port, 10, 1.0))  # warm-up
-        before = psutil.Process(process.pid).cpu_times()
-        result = asyncio.run(scrapers(port, args.scrapers, args.seconds))
-        after = psutil.Process(process.pid).cpu_times()
-        cpu = (after.user + after.system) - (before.user + before.system)
-        result["exporter_cpu_ms_per_request"] = 1000 * cpu / max(result["requests"], 1)
-    finally:
-        stop(process)
-    result["code"] = where
-    print(
-        f"{label:>9}: {result['requests']:6d} requests, {result['per_second']:7.0f}/s, "
-        f"p50 {result['p50'] * 1000:7.1f} ms, p99 {result['p99'] * 1000:7.1f} ms, "
-        f"max {result['max'] * 1000:7.1f} ms, timeouts {result['timeouts']}, "
-        f"errors {result['errors']}, exporter CPU "
-        f"{result['exporter_cpu_ms_per_request']:.2f} ms/request  ({where})"
-    )
-    return result
+def server_side(port: int, pid: int, args: argparse.Namespace) -> Side:
+    """One round of the scrapers against a running server: p50/p99, failures, and the
+    server's own CPU per request and RSS (from /proc)."""
+
+    def run() -> Sample:
+        before = cpu_of(pid)
+        started = time.perf_counter()
+        found = asyncio.run(scrapers(port, args.scrapers, args.requests))
+        wall = time.perf_counter() - started
+        cpu = (cpu_of(pid) - before) / max(found["answered"], 1)
+        extra = {"p99_s": found["p99"], "p50_s": found["p50"],
+                 "failed": float(found["timeouts"] + found["errors"])}  # fmt: skip
+        return Sample(wall, cpu, rss_mib(pid), extra=extra)
+
+    return run
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scrapers", type=int, default=200)
-    parser.add_argument("--seconds", type=float, default=12.0, help="per exporter measured")
-    parser.add_argument("--baseline", default="main", help="git ref of the exporter to compare")
-    parser.add_argument("--skip-baseline", action="store_true")
-    parser.add_argument("--out", type=Path, help="write the figures as JSON here")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--scrapers", type=int, default=50, help="concurrent clients (50)")
+    parser.add_argument("--requests", type=int, default=10, help="GETs per client a round (10)")
+    parser.add_argument("--pairs", type=int, default=5, help="interleaved rounds of each (5)")
+    parser.add_argument("--target", type=float, default=1.0, help="max p99 ratio (1.0)")
+    parser.add_argument("--node-exporter", default=NODE_EXPORTER, help="the peer's binary")
+    parser.add_argument(
+        "--agentwatch",
+        default=str(Path(sys.executable).parent / "agentwatch"),
+        help="the agentwatch command (default: next to this Python)",
+    )
+    parser.add_argument("--out", type=Path, help="write the samples and verdict as JSON")
     args = parser.parse_args()
+    return main_guard(lambda: measure(args))
+
+
+def measure(args: argparse.Namespace) -> int:
+    peer = need_executable(
+        args.node_exporter, "node_exporter", "apt-get install prometheus-node-exporter"
+    )
+    agentwatch = need_executable(args.agentwatch, "agentwatch", "pip install -e .")
     with tempfile.TemporaryDirectory(prefix="aw-bench-scrape-") as temp:
         work = Path(temp)
         spool_dir = work / "spool"
         series = write_spool(spool_dir)
         size = sum(p.stat().st_size for p in spool_dir.glob("*.prom"))
-        print(
-            f"spool: {series} series, {size / 1024:.0f} KiB in 6 files; {args.scrapers} "
-            f"scrapers, {args.seconds:.0f} s each, timeout {TIMEOUT:.0f} s"
-        )
-        results = {"this": measure("this", spool_dir, work, None, args)}
-        if not args.skip_baseline:
-            tree = baseline_tree(args.baseline, work / "baseline")
-            results["baseline"] = measure(args.baseline, spool_dir, work, tree, args)
-    this = results["this"]
-    verdict = "PASS" if this["p99"] < TARGET_P99 and this["timeouts"] == 0 else "FAIL"
-    print(f"target: p99 < {TARGET_P99 * 1000:.0f} ms and no timeout: {verdict}")
-    if "baseline" in results:
-        base = results["baseline"]
-        print(
-            f"ratio this/{args.baseline}: p99 {this['p99'] / base['p99']:.3f}, "
-            f"p50 {this['p50'] / base['p50']:.3f}, "
-            f"throughput {this['per_second'] / base['per_second']:.2f}x"
-        )
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"series": series, "results": results}, indent=2))
-    return 0
+        print(f"spool: {series} series, {size / 1024:.0f} KiB in 6 files; {args.scrapers} "
+              f"scrapers x {args.requests} GETs a round, timeout {TIMEOUT:.0f} s")  # fmt: skip
+        ours_port, peer_port = free_port(), free_port()
+        config = work / "config.yaml"
+        config.write_text(f"exporter: {{listen: '127.0.0.1:{ours_port}'}}\n")
+        (work / "home").mkdir()
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(work / "home")}
+        ours_cmd = [agentwatch, "--config", str(config), "exporter", "--spool-dir", str(spool_dir)]
+        peer_cmd = [peer, "--collector.disable-defaults", "--collector.textfile",
+                    f"--collector.textfile.directory={spool_dir}",
+                    f"--web.listen-address=127.0.0.1:{peer_port}"]  # fmt: skip
+        print(f"ours: {' '.join(ours_cmd)}\npeer: {' '.join(peer_cmd)}")
+        ours = start(ours_cmd, work / "ours.log", env)
+        theirs = start(peer_cmd, work / "peer.log")
+        try:
+            wait_up(ours_port, ours, "agentwatch exporter")
+            wait_up(peer_port, theirs, "node_exporter")
+            for port in (ours_port, peer_port):  # warm-up
+                asyncio.run(scrapers(port, 5, 2))
+            result = run_pairs(
+                ("agentwatch exporter", server_side(ours_port, ours.pid, args)),
+                ("node_exporter textfile", server_side(peer_port, theirs.pid, args)),
+                args.pairs,
+            )
+        finally:
+            stop(ours)
+            stop(theirs)
+    print(table(result, ("p99_s", "p50_s", "cpu_s", "rss_mib", "failed")))
+    print("(cpu_s: the server's CPU per answered request; rss_mib: its resident memory)")
+    failed = sum(s.extra["failed"] for s in result.a)
+    checks = [
+        ratio_check(result, "p99_s", args.target),
+        Check("scrapes of agentwatch that timed out or failed", failed, 0),
+    ]
+    return verdict(checks, args.out, {"series": series, "pairs": result.as_dict()})
 
 
 if __name__ == "__main__":
