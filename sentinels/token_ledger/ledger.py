@@ -202,6 +202,7 @@ class Ledger:
         self._unreadable: dict[str, FailureGate] = {}  # logs once per failing file
         self._unread: dict[str, int] = {}
         self._unread_total = 0
+        self._unread_files = 0  # files with unread bytes (their count in _unread)
         self._rejects_logged: set[str] = set()
         self._skipped: dict[str, str] = {}  # path -> why it is not read (counted once)
         self._skims: dict[str, Skim] = {}  # path -> how far its long partial line was scanned
@@ -352,6 +353,12 @@ class Ledger:
         position = self._position(key)
         return tracked is not None and tracked.size > (position.offset if position else 0)
 
+    def unread_files(self) -> int:
+        """Files with bytes not read yet, counted like unread_bytes: the backfill's progress
+        line asks every few seconds, and listing 10,000 files each time grew with the
+        history and the wall time (a busy machine's backfill is long)."""
+        return self._unread_files
+
     def unread_bytes(self) -> int:
         """Bytes written but not read yet: kept up to date per file, because it is published
         with every live line and summing 2,000 files each time would cost more than the line."""
@@ -367,11 +374,13 @@ class Ledger:
             if skim is not None and skim.line_start == done:  # a long line scanned so far
                 done = skim.scanned
             unread = max(tracked.size - done, 0)
-        self._unread_total += unread - self._unread.get(key, 0)
+        before = self._unread.get(key, 0)
+        self._unread_total += unread - before
+        self._unread_files += (unread > 0) - (before > 0)
         self._unread[key] = unread
 
     def _recount_all(self) -> None:
-        self._unread, self._unread_total = {}, 0
+        self._unread, self._unread_total, self._unread_files = {}, 0, 0
         for key in self.files:
             self._recount(key)
 
@@ -492,13 +501,13 @@ class Ledger:
     ) -> Generator[int]:
         tail_bytes = self.unread_bytes() * TAIL_SHARE
         with pool:
-            todo = list(keys)
+            todo = deque(keys)  # taken from the left: a list's pop(0) grew with the files
             running: deque = deque()
             resize_at = time.monotonic() + RESIZE_EVERY
             in_flight: set[str] = set()  # one job per file at a time: positions move in order
             while todo or running:
                 if time.monotonic() >= resize_at:  # a file that grew goes first (see read_all)
-                    todo[:0] = self.refresh_sizes(set(todo) | in_flight)
+                    todo.extendleft(reversed(self.refresh_sizes(set(todo) | in_flight)))
                     resize_at = self._next_resize()
                 while todo and len(running) < IN_FLIGHT_PER_WORKER * workers:
                     jobs = self._next_jobs(todo)
@@ -518,13 +527,13 @@ class Ledger:
                     self.flush(background=True)
 
     def _next_jobs(
-        self, todo: list[str]
+        self, todo: deque[str]
     ) -> list[tuple[str, str, Position | None, int, Skim | None]]:
         """Small files travel together (about STEP_BYTES a batch); a large one alone."""
         jobs: list[tuple[str, str, Position | None, int, Skim | None]] = []
         planned = 0
         while todo and planned < STEP_BYTES:
-            key = todo.pop(0)
+            key = todo.popleft()
             position = self._position(key)
             planned += self.files[key].size - (position.offset if position else 0)
             slug = self.files[key].transcript.slug
