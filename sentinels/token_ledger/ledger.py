@@ -63,6 +63,9 @@ IN_FLIGHT_PER_WORKER = 8
 TAIL_SHARE = 0.3  # of a parallel backfill: read while its last commit but one is written
 RESIZE_EVERY = 0.25  # seconds of backfill reading between looks at the tracked files' sizes
 RESIZE_SHARE = 0.05  # ...or longer, so that looking costs at most this share of the backfill
+# ...and of this process's CPU: paced on wall time alone, a busy machine's backfill (long in
+# wall time) looked at its 10,000 files ever more often per byte read.
+RESIZE_CPU_SHARE = 0.02
 
 
 # Where the project and model labels sit in each counter's label values.
@@ -215,6 +218,7 @@ class Ledger:
         self.on_commit: list[Callable[[dict[tuple[int, int], list]], None]] = []
         self.noticed = False  # a metric changed without a commit (a skipped file)
         self._resize_seconds = 0.0  # how long the last look at every file's size took
+        self._resize_cpu_at = 0.0  # process CPU time before which the next look waits
         self._pool: ProcessPoolExecutor | None = None  # workers forked ahead (start_workers)
         self._committing: _Commit | None = None  # the batch being written (flush)
         self._reading_in_parallel = False  # its batches are written in the background
@@ -432,7 +436,7 @@ class Ledger:
             if got and self.has_unread(key):
                 queue.append(key)
                 queued.add(key)
-            if time.monotonic() >= resize_at:
+            if self._resize_due(resize_at):
                 for grown in reversed(self.refresh_sizes(queued)):
                     queue.appendleft(grown)
                     queued.add(grown)
@@ -443,15 +447,22 @@ class Ledger:
         more than RESIZE_SHARE of that (tens of thousands of files)."""
         return time.monotonic() + max(RESIZE_EVERY, self._resize_seconds / RESIZE_SHARE)
 
+    def _resize_due(self, resize_at: float) -> bool:
+        """Whether to look at the sizes again: `resize_at` (_next_resize) has passed, and this
+        process has used 1/RESIZE_CPU_SHARE times the CPU the last look took since it."""
+        return time.monotonic() >= resize_at and time.process_time() >= self._resize_cpu_at
+
     def refresh_sizes(self, waiting: Collection[str] = ()) -> list[str]:
         """Stat every tracked file (no walk: cheap); the ones that grew, newest first. Files
         `waiting` for their turn are read to their end anyway: not looked at (early in a
         backfill that is nearly all of them)."""
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.thread_time()
         try:
             return self._refresh_sizes(waiting)
         finally:
             self._resize_seconds = time.monotonic() - started
+            spent = time.thread_time() - cpu
+            self._resize_cpu_at = time.process_time() + spent / RESIZE_CPU_SHARE
 
     def _refresh_sizes(self, waiting: Collection[str]) -> list[str]:
         grown: list[tuple[float, str]] = []
@@ -506,7 +517,7 @@ class Ledger:
             resize_at = time.monotonic() + RESIZE_EVERY
             in_flight: set[str] = set()  # one job per file at a time: positions move in order
             while todo or running:
-                if time.monotonic() >= resize_at:  # a file that grew goes first (see read_all)
+                if self._resize_due(resize_at):  # a file that grew goes first (see read_all)
                     todo.extendleft(reversed(self.refresh_sizes(set(todo) | in_flight)))
                     resize_at = self._next_resize()
                 while todo and len(running) < IN_FLIGHT_PER_WORKER * workers:
