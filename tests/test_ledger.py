@@ -396,6 +396,15 @@ def test_size_checks_take_a_bounded_share_of_a_backfill(open_ledger) -> None:
     assert ledger._next_resize() - time.monotonic() == pytest.approx(0.5 / RESIZE_SHARE, abs=0.05)
     ledger.refresh_sizes()
     assert 0 <= ledger._resize_seconds < 0.5  # measured by the look itself
+    # ...and by CPU: the next look also waits until this process has worked 1/share times
+    # as long as the last look took (a busy machine's wall time says little of that)
+    assert ledger._resize_cpu_at >= time.process_time() - 0.5
+    past = time.monotonic() - 1.0
+    ledger._resize_cpu_at = time.process_time() + 3600.0
+    assert not ledger._resize_due(past)
+    ledger._resize_cpu_at = 0.0
+    assert ledger._resize_due(past)
+    assert not ledger._resize_due(time.monotonic() + 3600.0)
 
 
 @pytest.mark.parametrize("ledger", ["token-ledger", "agent-ledger"])

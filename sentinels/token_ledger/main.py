@@ -167,7 +167,7 @@ class _Progress:
         self.every = every
         self.started = time.monotonic()
         self.total = ledger.unread_bytes()
-        self.total_files = len(ledger.pending())
+        self.total_files = ledger.unread_files()
         self.last = self.started
         self.active = self.total >= 64 * 1024 * 1024
         if self.active:
@@ -186,7 +186,7 @@ class _Progress:
         done = max(0, self.total - left)
         elapsed = max(now - self.started, 1e-6)
         rate = done / elapsed
-        files_left = len(self.ledger.pending())
+        files_left = self.ledger.unread_files()
         if not left:
             eta = "done"
         elif done <= 0 or now - self.started < 1.0:
