@@ -45,7 +45,7 @@ ROLES = ("backend", "frontend", "devops", "architect", "analyst", "ml-engineer",
 USAGE = {"input_tokens": 1500, "output_tokens": 40, "cache_read_input_tokens": 300}
 SETUP_TIMEOUT = 180.0  # seconds for git / `bernstein init`
 RUN_TIMEOUT = 240.0  # seconds for `bernstein run` to hand over to its background processes
-STOP_TIMEOUT = 7.0  # seconds for `bernstein stop --force` before its processes are killed
+STOP_TIMEOUT = 5.0  # seconds for `bernstein stop --force` before its processes are killed
 
 
 def script(agent_seconds: float) -> dict[str, Any]:
@@ -147,7 +147,9 @@ class Bernstein:
         self.headers = {"Authorization": f"Bearer {token}"}
         self.posted = 0
 
-    def start(self, max_agents: int) -> None:
+    def start(self, max_agents: int, stopping: threading.Event) -> bool:
+        """Runs the plan; False when stopped first (its handover takes 20-60 s, longer than
+        `up` waits for a child to end, so a stop must not wait for it)."""
         steps = [task(n) for n in range(max_agents)]
         self.posted = max_agents
         plan = self.repo.parent / "plan.yaml"
@@ -155,16 +157,26 @@ class Bernstein:
             {"name": "demo", "cli": "claude", "stages": [{"name": "work", "steps": steps}]}
         ))  # fmt: skip
         with (self.repo.parent / "bernstein-run.log").open("ab") as out:
-            done = subprocess.run(
+            running = subprocess.Popen(
                 [self.bernstein, "run", str(plan), "--auto-approve", "--cli", "claude",
                  "--port", str(self.port)],
                 cwd=self.repo, env=self.env, stdin=subprocess.DEVNULL, stdout=out,
-                stderr=subprocess.STDOUT, timeout=RUN_TIMEOUT, check=False,
+                stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
-        if done.returncode != 0:
-            raise RuntimeError(f"bernstein run exited {done.returncode} (bernstein-run.log)")
+        began = time.monotonic()
+        while running.poll() is None:
+            if stopping.wait(0.5) or time.monotonic() - began > RUN_TIMEOUT:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(running.pid, signal.SIGKILL)
+                running.wait()
+                if stopping.is_set():
+                    return False
+                raise RuntimeError(f"bernstein run did not hand over in {RUN_TIMEOUT:.0f} s")
+        if running.returncode != 0:
+            raise RuntimeError(f"bernstein run exited {running.returncode} (bernstein-run.log)")
         # its orchestrator stops itself once idle; a hold keeps it up for the fed tasks
         self.post("/orchestrator/holds", {"reason": "agentwatch demo", "ttl_seconds": 86400})
+        return True
 
     def post(self, path: str, body: Any) -> Any:
         answer = requests.post(self.url + path, json=body, headers=self.headers, timeout=15)
@@ -186,6 +198,10 @@ class Bernstein:
         for name in ("server.pid", "spawner.pid", "watchdog.pid"):
             with contextlib.suppress(OSError, ValueError):
                 found.append(int((runtime / name).read_text().split()[0]))
+        for path in self.repo.glob(".sdd/worktrees/*/.sdd/runtime/pids/*"):  # its agents'
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+                text = path.read_text()
+                found.append(int(json.loads(text)["pid"]) if "{" in text else int(text.split()[0]))
         return found
 
     def stop(self) -> None:
@@ -224,16 +240,20 @@ def run(args: argparse.Namespace, token: str) -> int:
         try:
             prepare_repo(repo, args.bernstein, env, args.max_agents)
             began = time.monotonic()
-            orchestrator.start(args.max_agents)
+            if not orchestrator.start(args.max_agents, stopping):
+                return 0
             log.info("demo: Bernstein 3.23.0 runs on %s (handed over in %.0f s); its agents "
                      "are Claude Code sessions against %s", orchestrator.url,
                      time.monotonic() - began, api.url)  # fmt: skip
+            gate = agentwatch_log.FailureGate(log, "demo: Bernstein's task server")
             while not stopping.wait(5.0):
                 try:
                     orchestrator.feed(args.max_agents)
                 except requests.RequestException as err:
-                    log.warning("demo: Bernstein did not answer: %s", err)
-        except (RuntimeError, OSError, subprocess.TimeoutExpired) as err:
+                    gate.failed(err)
+                else:
+                    gate.succeeded()
+        except (RuntimeError, OSError, subprocess.TimeoutExpired, requests.RequestException) as err:
             log.error("demo: Bernstein could not start: %s", err)
             return 1
         finally:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 import requests
 import yaml
@@ -121,15 +122,7 @@ def test_the_demos_bernstein_runs_claude_agents_the_controller_pauses(tmp_path: 
     bernstein_port = free_port()
     url = f"http://127.0.0.1:{bernstein_port}"
     with receiver(tmp_path, grace=1.0) as work:
-        argv = [sys.executable, "-m", "agentwatch.demo.bernstein", str(tmp_path / "demo"),
-                "--bernstein", bernstein_command(), "--claude", claude_command(),
-                "--port", str(bernstein_port), "--token-env", TOKEN_ENV, "--max-agents", "2",
-                "--agent-seconds", "6", "--otel-listen", f"127.0.0.1:{port(work)}"]  # fmt: skip
-        log = (tmp_path / "demo.log").open("wb")
-        demo = subprocess.Popen(
-            argv, env={**os.environ, TOKEN_ENV: TOKEN}, stdin=subprocess.DEVNULL,
-            stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+        demo = start_demo(tmp_path, bernstein_port, "--otel-listen", f"127.0.0.1:{port(work)}")
         try:
             began = time.monotonic()
             wait_until(lambda: count(url, "done") >= 2, 240, "two of its agents' tasks done")
@@ -159,8 +152,45 @@ def test_the_demos_bernstein_runs_claude_agents_the_controller_pauses(tmp_path: 
         finally:
             demo.send_signal(signal.SIGTERM)
             code = demo.wait(timeout=120)
-            log.close()
             print(numbers)
         assert code == 0, (tmp_path / "demo.log").read_text()[-3000:]
     with pytest.raises(requests.ConnectionError):  # it stopped Bernstein's server
         requests.get(url + "/status", timeout=5)
+    wait_until(lambda: survivors(tmp_path / "demo") == [], 30, "no Bernstein process left")
+
+
+def survivors(folder: Path) -> list[int]:
+    """Processes whose command line names the demo's folder (Bernstein's own run detached)."""
+    return [
+        proc.pid
+        for proc in psutil.process_iter(["cmdline"])
+        if any(str(folder) in part for part in proc.info["cmdline"] or [])
+    ]
+
+
+def start_demo(tmp_path: Path, bernstein_port: int, *extra: str) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "agentwatch.demo.bernstein", str(tmp_path / "demo"),
+            "--bernstein", bernstein_command(), "--claude", claude_command(),
+            "--port", str(bernstein_port), "--token-env", TOKEN_ENV, "--max-agents", "2",
+            "--agent-seconds", "6", *extra]  # fmt: skip
+    with (tmp_path / "demo.log").open("ab") as log:
+        return subprocess.Popen(
+            argv, env={**os.environ, TOKEN_ENV: TOKEN}, stdin=subprocess.DEVNULL,
+            stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_stop_during_bernsteins_start_leaves_nothing_behind(tmp_path: Path) -> None:
+    """`bernstein run` takes 20-60 s to hand over; `up` gives a child 10 s to end."""
+    demo = start_demo(tmp_path, free_port())
+    try:
+        folder = tmp_path / "demo"
+        wait_until(lambda: set(survivors(folder)) - {demo.pid}, 120, "bernstein run started")
+    finally:
+        demo.send_signal(signal.SIGTERM)
+        stopped = time.monotonic()
+        code = demo.wait(timeout=60)
+    assert code == 0, (tmp_path / "demo.log").read_text()[-3000:]
+    assert time.monotonic() - stopped < 10.0
+    wait_until(lambda: survivors(tmp_path / "demo") == [], 30, "no Bernstein process left")
