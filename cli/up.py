@@ -10,6 +10,7 @@ import argparse
 import functools
 import logging
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -30,6 +31,9 @@ if TYPE_CHECKING:  # every command builds the parser: these load when `up` runs
     from agentwatch.exporter.collector import SpoolCollector
 
 CLAUDE_ENV = "AGENTWATCH_CLAUDE"
+BERNSTEIN_ENV = "AGENTWATCH_BERNSTEIN"  # the real Bernstein 3.23.0 (scripts/setup's venv)
+DEMO_TOKEN_ENV = "AGENTWATCH_DEMO_BERNSTEIN_TOKEN"  # the demo Bernstein's bearer token
+DEMO_BERNSTEIN_AGENTS = 3  # Bernstein's max_agents in the demo: light on a 2-core machine
 # The demo's pace: every loop of the seeds shows within a few minutes, not the hours of a
 # real fleet. Each value applies only where the user's config leaves it unset.
 DEMO_DEFAULTS: dict[str, Any] = {
@@ -159,6 +163,7 @@ class Layout:
     demo: bool
     stack: bool
     claude: str | None = None  # the real Claude Code the demo runs, when installed
+    bernstein: str | None = None  # the real Bernstein the demo's controller steers, if any
 
     @property
     def claude_dir(self) -> Path:
@@ -208,6 +213,8 @@ def derived_config(
                 "orchestrator": {
                     "kind": "bernstein",
                     "url": f"http://{cfg['demo']['orchestrator_listen']}",
+                    # the real one wants its token on every route (Prometheus' scrape too)
+                    **({"token_env": DEMO_TOKEN_ENV} if layout.bernstein else {}),
                 },
                 "nudge": {
                     "enabled": True,
@@ -242,6 +249,40 @@ def real_claude() -> str | None:
     print("demo: the real Claude Code is not installed (scripts/up installs it with npm), "
           "so the demo runs simulated sessions.")  # fmt: skip
     return None
+
+
+def real_bernstein(claude: str | None) -> str | None:
+    """The real Bernstein for the demo's orchestrator (${BERNSTEIN_ENV}); its agents are real
+    Claude Code sessions, so it needs `claude` too. None after saying once why not."""
+    if claude is None:
+        return None
+    found = os.environ.get(BERNSTEIN_ENV, "")
+    if found and os.path.isfile(found) and os.access(found, os.X_OK):
+        return found
+    print("demo: Bernstein 3.23.0 is not installed (it needs a Python 3.12, e.g. `pyenv install "
+          "3.12`; scripts/up then installs it), so the controller steers the demo's stand-in "
+          "orchestrator.")  # fmt: skip
+    return None
+
+
+def _demo_orchestrator(cfg: config.Config, layout: Layout, env: dict[str, str]) -> Child:
+    """The orchestrator the demo's controller steers: the real Bernstein, whose agents are
+    Claude Code sessions against a scripted API, or else the stand-in."""
+    demo = cfg["demo"]
+    if layout.bernstein and layout.claude:
+        port = demo["orchestrator_listen"].rsplit(":", 1)[1]
+        agents = min(DEMO_BERNSTEIN_AGENTS, cfg["controller"]["max_agents"])
+        return Child("demo-bernstein", [sys.executable, "-m", "agentwatch.demo.bernstein",
+                                        str(layout.state / "demo" / "bernstein"),
+                                        "--bernstein", layout.bernstein, "--claude", layout.claude,
+                                        "--port", port, "--token-env", DEMO_TOKEN_ENV,
+                                        "--max-agents", str(agents), *_otel_argv(cfg)],
+                     env)  # fmt: skip
+    return Child("demo-orchestrator", [sys.executable, "-m", "agentwatch.demo.orchestrator",
+                                       "--listen", demo["orchestrator_listen"],
+                                       "--state-file", str(layout.orchestrator_state),
+                                       "--max-agents", str(cfg["controller"]["max_agents"])],
+                 env)  # fmt: skip
 
 
 def plan(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> list[Child]:
@@ -281,17 +322,16 @@ def plan(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> list[C
         ]  # fmt: skip
     if layout.demo:
         demo = cfg["demo"]
+        # the tmux sessions (the stall loop's) follow the stand-in; beside Bernstein, whose
+        # own agents the controller steers, they run their default number
+        follow = [] if layout.bernstein else [
+            "--orchestrator-state", str(layout.orchestrator_state),
+            "--orchestrator-url", f"http://{demo['orchestrator_listen']}"]  # fmt: skip
         children += [
-            Child("demo-orchestrator", [sys.executable, "-m",
-                                        "agentwatch.demo.orchestrator",
-                                        "--listen", demo["orchestrator_listen"],
-                                        "--state-file", str(layout.orchestrator_state),
-                                        "--max-agents", str(cfg["controller"]["max_agents"])],
-                  env),
+            _demo_orchestrator(cfg, layout, env),
             Child("demo", [sys.executable, "-m", "agentwatch.demo.workload",
                            str(layout.claude_dir), "--tmux-socket", str(layout.tmux_socket),
-                           "--orchestrator-state", str(layout.orchestrator_state),
-                           "--orchestrator-url", f"http://{demo['orchestrator_listen']}",
+                           *follow,
                            "--seconds-per-turn", str(demo["seconds_per_turn"]),
                            "--burn-seconds", str(demo["burn_seconds"]),
                            "--stall-after", str(demo["stall_after_turns"]),
@@ -450,13 +490,17 @@ def _run_locked(args: argparse.Namespace, cfg: config.Config, state: Path, spool
         print(f"Prometheus and Alertmanager not started: missing {', '.join(lacking)} "
               "(scripts/setup installs them).")  # fmt: skip
     demo = args.demo or (not args.no_demo and not _have_transcripts(cfg))
+    claude_bin = real_claude() if demo and not args.no_claude else None
     layout = Layout(
         state=state,
         spool=spool,
         demo=demo,
         stack=with_stack,
-        claude=real_claude() if demo and not args.no_claude else None,
+        claude=claude_bin,
+        bernstein=real_bernstein(claude_bin),
     )
+    if layout.bernstein:  # one token for the demo's Bernstein, its controller and Prometheus
+        os.environ.setdefault(DEMO_TOKEN_ENV, secrets.token_urlsafe(24))
     if layout.demo:  # the demo's spend counts from its run's start (the budget's `run` period)
         run, resumed = run_budget.resume_or_start(state / "demo", time.time())
         if resumed and run.started_at is not None:
@@ -490,6 +534,11 @@ def _run_locked(args: argparse.Namespace, cfg: config.Config, state: Path, spool
         kind = "real Claude Code sessions" if layout.claude else "simulated sessions"
         print(f"  demo:         {kind} in tmux: tmux -S {layout.tmux_socket} attach")
         print(f"                transcripts under {layout.claude_dir}")
+        if layout.bernstein:
+            print(
+                f"  orchestrator: Bernstein 3.23.0 on http://{cfg['demo']['orchestrator_listen']}"
+                f" (its agents: Claude Code; repo {state / 'demo' / 'bernstein' / 'repo'})"
+            )
     print(f"  state:        {state}   (logs in {logs}; config used: {layout.config_file})")
     print("Press Ctrl-C to stop.", flush=True)
 

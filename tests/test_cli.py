@@ -119,6 +119,7 @@ def test_up_runs_the_demo_and_stops_cleanly(tmp_path: Path) -> None:
     home = tmp_path / "home"  # no transcripts anywhere: the demo starts by itself
     home.mkdir()
     env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    env.pop("AGENTWATCH_BERNSTEIN", None)  # the stand-in (test_demo_bernstein: the real one)
     env.pop("CLAUDE_CONFIG_DIR", None)
     process = subprocess.Popen(
         [
@@ -166,6 +167,7 @@ def test_up_children_die_with_it_even_on_sigkill(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    env.pop("AGENTWATCH_BERNSTEIN", None)  # the stand-in (test_demo_bernstein: the real one)
     process = subprocess.Popen(
         [*CLI, "--config", str(local_config(tmp_path)), "up", "--state-dir",
          str(tmp_path / "state"), "--spool-dir", str(tmp_path / "spool"),

@@ -80,6 +80,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     )
     config = yaml.safe_load(config_path.read_text())
     env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    env.pop("AGENTWATCH_BERNSTEIN", None)  # the stand-in (test_demo_bernstein: the real one)
     env.pop("CLAUDE_CONFIG_DIR", None)
     state = base / "state"
     process = subprocess.Popen(
