@@ -15,17 +15,17 @@ import psutil
 import pytest
 
 from agentwatch.core import spool
-from agentwatch.demo.processes import (
+from agentwatch.sentinels.resources.metrics import families
+from agentwatch.sentinels.resources.sampler import Sample, Sampler, Session
+from agentwatch.sentinels.shared.proctable import ProcTable, PsutilTable, parse_args
+from agentwatch.sentinels.shared.tmux import Tmux
+from bench.generators.processes import (
     fake_bin,
     kill_tree,
     spawn_session,
     tree_rss,
     wait_for_children,
 )
-from agentwatch.sentinels.resources.metrics import families
-from agentwatch.sentinels.resources.sampler import Sample, Sampler, Session
-from agentwatch.sentinels.shared.proctable import ProcTable, PsutilTable, parse_args
-from agentwatch.sentinels.shared.tmux import Tmux
 from tests.conftest import run_cli, samples
 
 AGENTS = ["claude", "codex", "aider"]

@@ -24,12 +24,12 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from agentwatch.core import run_budget
 from agentwatch.core.spend import period_starts
-from agentwatch.demo import gemini_corpus as corpus
 from agentwatch.exporter.collector import SpoolCollector
 from agentwatch.sentinels import registry
 from agentwatch.sentinels.agent_ledger import gemini
 from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES, daily_totals
 from agentwatch.sentinels.agent_ledger.readers import plugged
+from bench.generators import gemini_corpus as corpus
 from tests.agents import agent_ledger_fake as fake
 from tests.agents.agent_ledger_run import (
     Model,

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from agentwatch.demo import gemini_corpus as corpus
 from agentwatch.sentinels.agent_ledger import gemini, readers
 from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES, ReadResult, daily_totals
 from agentwatch.sentinels.agent_ledger.ledger import REJECTED, TOKENS, Ledger
 from agentwatch.sentinels.agent_ledger.store import DATABASE_FILE, Store
+from bench.generators import gemini_corpus as corpus
 from tests.agents import agent_ledger_fake as fake
 from tests.agents.agent_ledger_run import Samples, Setup, gemini_entries, total
 
@@ -216,7 +216,7 @@ def _codex_home(base: Path) -> dict[str, str]:
 
 
 def _opencode_dirs(base: Path) -> dict[str, str]:
-    from agentwatch.demo import opencode_corpus
+    from bench.generators import opencode_corpus
 
     found = opencode_corpus.random_corpus(base / "opencode", seed=3, messages=4000)
     return {"OPENCODE_DATA_DIR": found.env["OPENCODE_DATA_DIR"]}

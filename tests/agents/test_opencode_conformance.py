@@ -26,9 +26,9 @@ from typing import Any
 
 import pytest
 
-from agentwatch.demo import opencode_corpus as corpus
 from agentwatch.sentinels.agent_ledger import opencode
 from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES, ReadResult, daily_totals
+from bench.generators import opencode_corpus as corpus
 
 pytestmark = pytest.mark.ccusage
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentwatch.core import bounded
-from agentwatch.demo.processes import kill_tree, spawn_session
+from bench.generators.processes import kill_tree, spawn_session
 from tests.conftest import run_cli
 from tests.hostile.sentinel_support import once, series, warnings
 
