@@ -196,6 +196,7 @@ def test_key_hash_in_c_equals_the_python_reference(text: str) -> None:
     assert key_hash(text) == reader.key_hash_in_python(text)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=400))
 def test_key_hash_agrees_on_any_text(text: str) -> None:

@@ -94,6 +94,7 @@ def test_tree_cpu_memory_and_count(trees: list, bindir: Path, tmp_path: Path) ->
     assert sample.agents["claude"] >= 1
 
 
+@pytest.mark.slow
 def test_short_lived_children_count_once(trees: list, bindir: Path, tmp_path: Path) -> None:
     """CPU of children that come and go between (and during) scans counts, and only once."""
     burner = fake_bin(bindir, "burner", "/bin/sh")

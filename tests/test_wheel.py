@@ -16,6 +16,8 @@ import pytest
 from agentwatch.sentinels import registry
 from tests.conftest import free_port
 
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = (
     r"agentwatch/rules/alerts-[a-z]+\.rules\.yml",

@@ -114,6 +114,7 @@ def test_the_spool_file_names_only_what_it_declares(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- never twice
 
 
+@pytest.mark.slow
 def test_appends_rewrites_truncation_replacement_vanishing_and_restarts(tmp_path: Path) -> None:
     setup, model = Setup(tmp_path), Model()
     data = tmp_path / "gemini"

@@ -89,6 +89,7 @@ def comparable(found: Samples) -> Samples:
     return kept
 
 
+@pytest.mark.slow
 def test_sigkill_mid_backfill_then_restart_equals_one_clean_run(tmp_path: Path) -> None:
     data = corpus.mixed(tmp_path / "corpus", seed=11, sessions=600).data_dir
     files = len(gemini.files(data))
@@ -222,6 +223,7 @@ def _opencode_dirs(base: Path) -> dict[str, str]:
     return {"OPENCODE_DATA_DIR": found.env["OPENCODE_DATA_DIR"]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", [_codex_home, _opencode_dirs], ids=["codex", "opencode"])
 def test_sigkill_at_any_moment_of_a_read_across_files_counts_once(tmp_path: Path, make) -> None:
     """Codex's and OpenCode's files are read and committed together (their rules look across

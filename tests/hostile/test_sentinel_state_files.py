@@ -144,6 +144,7 @@ PIDFILE_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(PIDFILE_CASES))
 def test_an_orchestrator_pid_file_that_is_not_one(
     case: str, workdirs: dict[str, Path], tmp_path: Path
