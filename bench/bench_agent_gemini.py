@@ -6,7 +6,7 @@
 Each pair runs `agentwatch sentinel agent-ledger --once` (cold: fresh state) and ccusage
 (agent_bench.py); exit 1 when the median CPU ratio passes 1.0, the peak memory is not below
 ccusage's, or the token totals differ. The corpus is sessions shaped
-like Gemini CLI 0.61 writes them (demo/gemini_corpus.session_lines: replies written
+like Gemini CLI 0.61 writes them (generators/gemini_corpus.session_lines: replies written
 again when tokens or tool calls arrive), one in ten in the older whole-file .json form. The
 token totals of both readers must agree, or the run fails.
 """
@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import agent_bench
+from generators import gemini_corpus
 from pairs import main_guard
-
-from agentwatch.demo import gemini_corpus
 
 
 def generate(data_dir: Path, size: int, seed: int) -> tuple[int, int]:

@@ -3,7 +3,7 @@
     python bench/bench_agent_opencode.py [--size 256M] [--pairs 3] [--keep DIR]
 
 Generates an OpenCode data directory of about --size (an opencode.db plus some legacy
-message files, demo/opencode_corpus.write_size), then runs, as whole processes on a warm page
+message files, generators/opencode_corpus.write_size), then runs, as whole processes on a warm page
 cache, in interleaved pairs (agent_bench.py): `agentwatch sentinel agent-ledger --once` (cold:
 fresh state) and `ccusage opencode daily --json --offline` (20.0.24). Exit 1 when the median
 CPU ratio passes 1.0, the peak memory is not below ccusage's, or the token totals differ.
@@ -18,9 +18,8 @@ import time
 from pathlib import Path
 
 import agent_bench
+from generators import opencode_corpus
 from pairs import main_guard
-
-from agentwatch.demo import opencode_corpus
 
 
 def main() -> int:

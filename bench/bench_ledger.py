@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from generators import corpus
 from pairs import (
     Check,
     Pairs,
@@ -58,8 +59,6 @@ from pairs import (
     verdict,
 )
 from prometheus_client.parser import text_string_to_metric_families
-
-from agentwatch.demo import corpus
 
 CCUSAGE = os.environ.get("AGENTWATCH_CCUSAGE") or next(
     (

@@ -37,9 +37,9 @@ from typing import Any
 
 import requests
 import yaml
+from generators import corpus
 
 from agentwatch.cli import mcp_server
-from agentwatch.demo import corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 STATUSLINE = ROOT / "tests" / "fixtures" / "hooks" / "statusline-subscription.json"

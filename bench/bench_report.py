@@ -3,7 +3,7 @@
 
     python bench/bench_report.py [--size 500M] [--files 1000] [--rounds 5] [--target 0.5]
 
-Generates a transcript tree with agentwatch.demo.corpus (re-used when present), counts it once
+Generates a transcript tree with generators/corpus.py (re-used when present), counts it once
 with `agentwatch sentinel token-ledger --once`, then runs both reports alternately, each as
 its own process. Prints each one's wall times (median, min, max) and the ratio of the medians;
 exits 1 when the ratio is above --target or the daily tokens differ.
@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from agentwatch.demo import corpus
+from generators import corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -25,9 +25,8 @@ import time
 from pathlib import Path
 
 import psutil
+from generators.processes import fake_bin, kill_tree, session_script, spawn_session
 from prometheus_client.parser import text_string_to_metric_families
-
-from agentwatch.demo.processes import fake_bin, kill_tree, session_script, spawn_session
 
 
 def cpu_seconds(process: psutil.Process) -> float:

@@ -1,6 +1,6 @@
 """Claude Code transcript lines, in the shapes Claude Code writes them.
 
-The project's one line builder: the demo agent, the benchmark corpus (`agentwatch.demo.corpus`),
+The project's one line builder: the demo agent, the benchmark corpus (bench/generators/corpus.py),
 the conformance suite and the unit tests all write their lines with it, so each shape is defined
 once. A builder returns a line as a dict with the keys in Claude Code's order; `dumps` and
 `encode` make the compact JSON Claude Code writes.

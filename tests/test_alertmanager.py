@@ -445,6 +445,7 @@ def local_alertmanager(tmp_path: Path, processes: list[subprocess.Popen], url: s
     return web
 
 
+@pytest.mark.slow
 def test_real_alertmanager_sends_one_escalated_message(
     tmp_path: Path,
     processes: list[subprocess.Popen],
@@ -500,6 +501,7 @@ def test_real_alertmanager_sends_one_escalated_message(
         assert status[lower]["inhibitedBy"], f"{lower} must be inhibited, not silenced"
 
 
+@pytest.mark.slow
 def test_a_burn_pattern_is_one_message_and_the_burns_still_escalate(
     tmp_path: Path,
     processes: list[subprocess.Popen],

@@ -16,6 +16,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from agentwatch.controller import state
 from agentwatch.controller.continuation import (
     EVENTS_FILE,
@@ -27,6 +29,8 @@ from agentwatch.controller.continuation import (
 from agentwatch.controller.policy import State
 from tests.bernstein_support import bernstein_command, environment, project
 from tests.conftest import CLI, free_port, samples
+
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
 
 EMIT = """
 import sys

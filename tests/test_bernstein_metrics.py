@@ -25,6 +25,8 @@ from tests.bernstein_support import TOKEN, Server, project
 from tests.conftest import free_port
 from tests.test_multihost import PROMETHEUS, query, start, wait_for
 
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
+
 TOKEN_ENV = "AGENTWATCH_TEST_BERNSTEIN_TOKEN"
 
 

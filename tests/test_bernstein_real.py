@@ -35,6 +35,8 @@ from tests.bernstein_support import (
 )
 from tests.conftest import free_port, samples
 
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
+
 S = Settings(max_agents=4, min_agents=1)
 NOW = time.time()
 SOON = NOW + 7200.0

@@ -290,6 +290,7 @@ def test_a_partial_last_line_waits_for_its_end(tmp_path: Path) -> None:
     assert value(found, "agentwatch_claude_events_rejected_total", reason="bad_json") == 0
 
 
+@pytest.mark.slow
 def test_sigkill_and_restart_neither_lose_nor_double_count(tmp_path: Path) -> None:
     """A live sentinel is killed again and again while hooks append and the spool rotates;
     whatever moment each kill hit (mid-read, before or during a save), the last one ends with

@@ -10,9 +10,12 @@ import urllib.request
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.claude_spool import append, event, snapshot
 from tests.conftest import CLI, free_port, samples
+
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
 
 
 def _scrape(port: int) -> str | None:

@@ -15,12 +15,16 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from agentwatch.demo.anthropic_api.script import parse
 from agentwatch.demo.anthropic_api.served import ServedLog
 from agentwatch.demo.anthropic_api.server import StandIn
 from tests.claude_cli import prepare_home, run_print
 from tests.claude_spool import git, head
 from tests.conftest import CLI, free_port, samples
+
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
 
 AGENTWATCH = str(Path(sys.executable).parent / "agentwatch")
 USAGE = {"input_tokens": 300, "output_tokens": 20}

@@ -12,6 +12,8 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+
 from agentwatch.core import claude_events
 from agentwatch.demo.anthropic_api.script import parse
 from agentwatch.demo.anthropic_api.served import ServedLog
@@ -20,6 +22,8 @@ from tests.claude_cli import claude_command, environment, prepare_home
 from tests.conftest import run_cli, running_on, samples
 from tests.real_screens import COLUMNS, ROWS, STARTUP, Tmux, wait_for
 from tests.test_claude_sessions_real_claude import install_into
+
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
 
 
 def test_a_real_permission_prompt_in_tmux_is_waiting_for_permission(tmp_path: Path) -> None:

@@ -114,6 +114,7 @@ def test_status_reads_the_spool(workdirs: dict[str, Path], tmp_path: Path) -> No
     assert up.returncode == 0 and '"up": true' in up.stdout
 
 
+@pytest.mark.slow
 def test_up_runs_the_demo_and_stops_cleanly(tmp_path: Path) -> None:
     port = free_port()
     home = tmp_path / "home"  # no transcripts anywhere: the demo starts by itself
@@ -163,6 +164,7 @@ def test_up_runs_the_demo_and_stops_cleanly(tmp_path: Path) -> None:
     assert survivors == [], "children outlived `agentwatch up`"
 
 
+@pytest.mark.slow
 def test_up_children_die_with_it_even_on_sigkill(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()

@@ -58,6 +58,7 @@ def test_bad_values_are_named(tmp_path: Path, text: str, named: str) -> None:
     assert any(named in problem for problem in caught.value.problems), caught.value.problems
 
 
+@pytest.mark.slow
 def test_config_check_command(tmp_path: Path) -> None:
     good = tmp_path / "good.yaml"
     good.write_text("log_level: debug\n")

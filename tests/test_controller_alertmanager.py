@@ -106,6 +106,7 @@ def once(config: Path, env: dict[str, str], spool: Path, *urls: str) -> dict:
     return json.loads(Path(state_file).read_text())
 
 
+@pytest.mark.slow
 def test_single_alertmanager_state_follows_and_ack_silences(
     tmp_path: Path, env: dict[str, str], processes: list[subprocess.Popen]
 ) -> None:
@@ -156,6 +157,7 @@ def test_single_alertmanager_state_follows_and_ack_silences(
     assert "internal" not in controller["decision"]
 
 
+@pytest.mark.slow
 def test_ha_pair_merges_and_survives_one_peer(
     tmp_path: Path, env: dict[str, str], processes: list[subprocess.Popen]
 ) -> None:

@@ -310,6 +310,7 @@ def controller_limit(
     return limits, ran.stderr
 
 
+@pytest.mark.slow
 def test_the_controller_takes_bernsteins_env_cap_with_nothing_configured(
     tmp_path: Path,
 ) -> None:
@@ -319,6 +320,7 @@ def test_the_controller_takes_bernsteins_env_cap_with_nothing_configured(
     assert controller_limit(tmp_path, {})[0] == {"default": 0.0}
 
 
+@pytest.mark.slow
 def test_the_controller_walks_down_the_rungs_of_a_bernstein_project(
     tmp_path: Path, bernstein_project: Path
 ) -> None:

@@ -11,10 +11,13 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from agentwatch.demo.transcripts import iso_ms
 from tests.conftest import CLI, run_ledger_once, samples
 from tests.transcripts import assistant, encode, transcript, user_line
+
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
 
 
 def _corpus(root: Path, files: int = 40, responses: int = 400) -> None:

@@ -10,6 +10,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from agentwatch.cli import stack, up
 from agentwatch.core import run_budget
 from agentwatch.sentinels import registry
@@ -37,6 +39,7 @@ def test_an_active_run_is_resumed_not_restarted(tmp_path: Path) -> None:
     assert run_budget.resume_or_start(tmp_path, 1_800_001_000.0)[0].started_at == 1_800_001_000.0
 
 
+@pytest.mark.slow
 def test_a_restart_of_up_keeps_the_demos_run(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()

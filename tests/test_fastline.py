@@ -17,7 +17,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentwatch.demo import corpus as demo_corpus
 from agentwatch.sentinels.token_ledger import reader, records, store, tailer
 from agentwatch.sentinels.token_ledger._fastline import (
     absorb,
@@ -28,6 +27,7 @@ from agentwatch.sentinels.token_ledger._fastline import (
     settle,
 )
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
+from bench.generators import corpus as demo_corpus
 from tests.conformance import corpus as edge
 from tests.transcripts import assistant, encode
 
@@ -196,6 +196,7 @@ def test_key_hash_in_c_equals_the_python_reference(text: str) -> None:
     assert key_hash(text) == reader.key_hash_in_python(text)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=400))
 def test_key_hash_agrees_on_any_text(text: str) -> None:

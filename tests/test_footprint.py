@@ -455,6 +455,7 @@ def test_zombies_are_skipped(spawn: Spawner) -> None:
         process.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_processes_dying_mid_scan_are_tolerated(spawn: Spawner) -> None:
     """Short-lived `claude` processes churn while scans run: no scan fails, nothing lingers."""
     short = spawn.binary(SLEEP, "bin/churn/claude")
@@ -574,6 +575,7 @@ def cli_dirs(tmp_path: Path) -> Iterator[Path]:
     yield tmp_path / "cli"
 
 
+@pytest.mark.slow
 def test_once_counts_rise_by_exactly_what_was_started_and_fall_back(
     spawn: Spawner, cli_dirs: Path
 ) -> None:

@@ -445,6 +445,7 @@ def value(stack: Stack, name: str, **labels: str) -> float:
     )
 
 
+@pytest.mark.slow
 def test_spend_today_this_week_and_this_run_by_agent(stack: Stack, dom: Dom) -> None:
     day = value(stack, "agentwatch_spend_usd", period="day", agent="claude-code")
     week = value(stack, "agentwatch_spend_usd", period="week", agent="claude-code")
@@ -467,6 +468,7 @@ def test_spend_today_this_week_and_this_run_by_agent(stack: Stack, dom: Dom) -> 
         assert model in models and money(cost) in models
 
 
+@pytest.mark.slow
 def test_quota_windows_official_and_estimated_with_resets(stack: Stack, dom: Dom) -> None:
     quota = dom.section("quota")
     used = value(stack, "agentwatch_quota_used_ratio", window="five_hour")
@@ -526,6 +528,7 @@ def test_spend_per_hour_from_prometheus(stack: Stack, dom: Dom) -> None:
     assert any(heights[-2:]) and not any(heights[:-2])
 
 
+@pytest.mark.slow
 def test_a_silent_stack_never_slows_the_page(stack: Stack) -> None:
     """Every part of the stack accepts connections and never answers: the page is served
     at once from the spool, and says so after the background reads time out."""
@@ -576,6 +579,7 @@ def test_the_page_has_no_prompt_or_pane_text(stack: Stack) -> None:
     assert PROMPT not in page and ANSWER not in page and "billing" not in page
 
 
+@pytest.mark.slow
 def test_the_screenshot_shows_the_page_and_its_charts(stack: Stack, tmp_path: Path) -> None:
     shot = tmp_path / "front-page.png"
     width, height = 1400, 1900

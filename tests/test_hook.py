@@ -270,6 +270,7 @@ def test_twenty_hooks_at_once_never_interleave(tmp_path: Path) -> None:
     assert all(len(line["s"]) == 128 and line["tool"].startswith("mcp__") for line in lines)
 
 
+@pytest.mark.slow
 def test_rotation_keeps_the_spool_bounded_and_counts_what_it_drops(tmp_path: Path) -> None:
     """Each file is filled to ROTATE_BYTES with the writer's own lines (fast), and the next
     append_event rotates it; past KEEP_ROTATED the oldest is deleted with its line count in

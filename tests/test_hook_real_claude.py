@@ -11,12 +11,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from agentwatch.cli import claude_settings
 from agentwatch.core import claude_events
 from agentwatch.demo.anthropic_api.script import parse
 from agentwatch.demo.anthropic_api.served import ServedLog
 from agentwatch.demo.anthropic_api.server import StandIn
 from tests.claude_cli import prepare_home, run_print
+
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
 
 AGENTWATCH = str(Path(sys.executable).parent / "agentwatch")
 SECRETS = {

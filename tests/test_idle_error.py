@@ -443,6 +443,7 @@ def value(scraped: dict, name: str, **labels: str) -> float | None:
     return None
 
 
+@pytest.mark.slow
 def test_sentinel_on_a_real_tmux_server(
     tmux: TmuxServer, workdirs: dict[str, Path], tmp_path: Path
 ) -> None:

@@ -25,6 +25,8 @@ from agentwatch.demo.anthropic_api.server import StandIn
 from tests.claude_cli import claude_command, environment, prepare_home, run_print
 from tests.real_screens import COLUMNS, ROWS, STARTUP, Tmux, wait_for
 
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
+
 STUB = """\
 #!{python}
 import json, pathlib, sys

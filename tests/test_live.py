@@ -10,6 +10,7 @@ import urllib.request
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.conftest import CLI, free_port, token_totals
 from tests.transcripts import append, assistant, encode, transcript
@@ -34,6 +35,7 @@ def _wait_for(port: int, predicate, timeout: float = 15.0) -> str:
     raise AssertionError(f"condition not met within {timeout} s; last scrape:\n{text}")
 
 
+@pytest.mark.slow
 def test_appended_line_shows_up_on_metrics(workdirs: dict[str, Path], processes: list) -> None:
     claude = workdirs["claude"]
     path = transcript(claude)

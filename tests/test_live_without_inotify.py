@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import CLI, samples, token_totals
 from tests.transcripts import append, assistant, encode, transcript
 
@@ -75,6 +77,7 @@ def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_ledger_polls_without_inotify_and_returns_to_it(tmp_path: Path) -> None:
     claude = tmp_path / "claude"  # created later, like Claude Code's first run
     config = tmp_path / "config.yaml"

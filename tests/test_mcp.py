@@ -112,6 +112,7 @@ def spool_values(
     return samples((spool / f"{sentinel}.prom").read_text())
 
 
+@pytest.mark.slow
 def test_every_tool_answers_from_what_agentwatch_knows(world: World) -> None:
     ledger = spool_values(world.spool, "token-ledger")
     with McpProcess(world.config, world.project) as server:

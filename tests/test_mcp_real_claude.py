@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from agentwatch.demo.anthropic_api.script import parse
@@ -21,6 +22,8 @@ from agentwatch.demo.anthropic_api.served import ServedLog
 from agentwatch.demo.anthropic_api.server import StandIn
 from tests.claude_cli import prepare_home, run_print
 from tests.conftest import CLI, free_port, samples
+
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
 
 LIMIT = 200_000  # the token ledger's block_token_limit: the block's used share is known
 SCRIPT = {

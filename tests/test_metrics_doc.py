@@ -10,6 +10,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from agentwatch.core import config
@@ -117,6 +118,7 @@ def undocumented(doc: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_docs_match_the_real_output(workdirs: dict[str, Path]) -> None:
     names = list(registry.sentinels())
     run_every_sentinel_once(workdirs, names)

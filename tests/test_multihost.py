@@ -34,12 +34,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import requests
 import yaml
 
 from agentwatch.sentinels import registry
 from tests.conftest import CLI, free_port
 from tests.dashboards import ROOT, STACK_SERIES, dashboard_queries
+
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
 
 PROMETHEUS = shutil.which("prometheus")
 SLEEP = shutil.which("sleep") or "/bin/sleep"

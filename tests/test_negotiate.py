@@ -86,6 +86,7 @@ def prometheus_accept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
         server.shutdown()
 
 
+@pytest.mark.slow
 def test_the_real_prometheus_gets_openmetrics_as_from_the_library(prometheus_accept: str) -> None:
     _, content_type = choose_encoder(prometheus_accept)
     assert choose(prometheus_accept) == (True, content_type)

@@ -152,6 +152,7 @@ class _Nothing:
 NOTHING = _Nothing()
 
 
+@pytest.mark.slow
 def test_runner_wait_pings_every_half_period_while_idle(tmp_path: Path, listener: Listener) -> None:
     runner = Loop("probe", 60.0, tmp_path, Notifier(env_for(listener)))
     runner.publish(NOTHING)
@@ -211,6 +212,7 @@ def stop(process: subprocess.Popen) -> str:
     return stderr
 
 
+@pytest.mark.slow
 def test_footprint_sentinel_ready_then_pings_while_waiting(
     tmp_path: Path, listener: Listener
 ) -> None:
@@ -230,6 +232,7 @@ def test_footprint_sentinel_ready_then_pings_while_waiting(
     assert "STOPPING=1" in [message for _, message in listener.collect(0.3)]
 
 
+@pytest.mark.slow
 def test_exporter_ready_then_pings_from_the_serving_loop(
     tmp_path: Path, listener: Listener
 ) -> None:
@@ -280,6 +283,7 @@ class StallingAlertmanager:
         self.server.server_close()
 
 
+@pytest.mark.slow
 def test_controller_pings_stop_while_its_loop_is_stuck(tmp_path: Path, listener: Listener) -> None:
     """The cycle blocks in a real HTTP read for ~3 s (controller.timeout); with a 1 s watchdog
     systemd would restart it: no WATCHDOG=1 may arrive during the hang."""

@@ -7,6 +7,7 @@ import itertools
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +15,8 @@ from agentwatch.sentinels.token_ledger.ledger import Ledger
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.store import Store
 from tests.transcripts import assistant, encode, user_line
+
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
 
 PRICES = PriceBook.load()
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from agentwatch.sentinels import registry
@@ -43,6 +44,7 @@ def test_the_sentinel_count_and_table_are_the_registry() -> None:
     assert sorted(re.findall(r"^\| `([a-z-]+)` \| ", section, re.M)) == sorted(names)
 
 
+@pytest.mark.slow
 def test_the_test_count_is_what_pytest_collects() -> None:
     collected = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],

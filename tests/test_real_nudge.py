@@ -11,12 +11,16 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from agentwatch.controller import state
 from agentwatch.controller.nudge import Nudger, Tmux, transcript_bytes
 from agentwatch.controller.policy import NudgeTarget, State
 from agentwatch.core.claude import slug
 from tests.conftest import run_cli
 from tests.real_screens import TASK, Scenario, _error, drive, sessions
+
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
 
 STALLED = Scenario(
     "stalled", "api_error",

@@ -31,6 +31,8 @@ from tests.real_screens import (
     sessions,
 )
 
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
+
 LABELLED = {scenario.name: scenario.state for scenario in SCENARIOS}
 
 

@@ -15,17 +15,17 @@ import psutil
 import pytest
 
 from agentwatch.core import spool
-from agentwatch.demo.processes import (
+from agentwatch.sentinels.resources.metrics import families
+from agentwatch.sentinels.resources.sampler import Sample, Sampler, Session
+from agentwatch.sentinels.shared.proctable import ProcTable, PsutilTable, parse_args
+from agentwatch.sentinels.shared.tmux import Tmux
+from bench.generators.processes import (
     fake_bin,
     kill_tree,
     spawn_session,
     tree_rss,
     wait_for_children,
 )
-from agentwatch.sentinels.resources.metrics import families
-from agentwatch.sentinels.resources.sampler import Sample, Sampler, Session
-from agentwatch.sentinels.shared.proctable import ProcTable, PsutilTable, parse_args
-from agentwatch.sentinels.shared.tmux import Tmux
 from tests.conftest import run_cli, samples
 
 AGENTS = ["claude", "codex", "aider"]
@@ -94,6 +94,7 @@ def test_tree_cpu_memory_and_count(trees: list, bindir: Path, tmp_path: Path) ->
     assert sample.agents["claude"] >= 1
 
 
+@pytest.mark.slow
 def test_short_lived_children_count_once(trees: list, bindir: Path, tmp_path: Path) -> None:
     """CPU of children that come and go between (and during) scans counts, and only once."""
     burner = fake_bin(bindir, "burner", "/bin/sh")

@@ -124,6 +124,7 @@ def test_rule_files_pass_promtool_lint(promtool: str) -> None:
     assert "lint" not in (result.stdout + result.stderr).lower()
 
 
+@pytest.mark.slow
 def test_promtool_unit_tests_pass(promtool: str) -> None:
     assert TEST_FILES, "no rules/tests/*_test.yml found"
     result = subprocess.run(
@@ -222,6 +223,7 @@ MUTATIONS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("rule_file", "old", "new", "test_file"), MUTATIONS)
 def test_promtool_tests_catch_a_mutated_rule(
     promtool: str, tmp_path: Path, rule_file: str, old: str, new: str, test_file: str
@@ -314,6 +316,7 @@ def promtool_cases() -> Iterator[dict[str, Any]]:
             yield from case.get("alert_rule_test", [])
 
 
+@pytest.mark.slow
 def test_actionable_alerts_carry_the_labels_their_action_needs() -> None:
     """nudge needs tmux_session and pane, fail_task needs task: a promtool test shows them."""
     needs = {"nudge": {"tmux_session", "pane"}, "fail_task": {"task"}}

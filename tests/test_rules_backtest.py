@@ -42,6 +42,8 @@ from agentwatch.core.config import ALERT_THRESHOLDS
 from tests.conftest import free_port
 from tests.test_rules import RAW_FILES, RULE_FILES, RULES_DIR, load_rules, parse_duration
 
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
+
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 MINUTE, HOUR, DAY = 60, 3600, 86400
 DAYS = 4

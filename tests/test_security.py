@@ -128,6 +128,7 @@ def _listening(pid: int) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_exporter_and_controller_listen_only_on_loopback_by_default(tmp_path: Path) -> None:
     for port in (9847, 9848):
         if psutil.net_connections(kind="inet") and any(
@@ -351,6 +352,7 @@ def _everything_under(folder: Path) -> dict[str, bytes]:
     return {str(path): path.read_bytes() for path in folder.rglob("*") if path.is_file()}
 
 
+@pytest.mark.slow
 def test_planted_secrets_never_reach_metrics_logs_state_or_spool(
     tmp_path: Path, tmux_folder: Path
 ) -> None:

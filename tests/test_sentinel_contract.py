@@ -111,6 +111,7 @@ def _forget() -> None:
     registry.sentinels.cache_clear()
 
 
+@pytest.mark.slow
 def test_a_new_sentinel_package_is_found_everywhere(throwaway: None, tmp_path: Path) -> None:
     assert NAME in registry.sentinels()
 

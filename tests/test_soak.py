@@ -57,7 +57,7 @@ from agentwatch.sentinels import registry
 from tests.conftest import CLI, local_config, samples, token_totals
 from tests.transcripts import assistant, encode, user_line
 
-pytestmark = pytest.mark.soak
+pytestmark = [pytest.mark.soak, pytest.mark.slow]
 
 SOAK_SECONDS = float(os.environ.get("AGENTWATCH_SOAK_SECONDS", "90"))
 CHAOS_SHARE = 0.55  # kills happen in the first part of the run only

@@ -29,6 +29,8 @@ from agentwatch.cli import stack as cli_stack
 from tests.conftest import CLI, local_config, samples
 from tests.dashboards import dashboard_queries, may_be_empty
 
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
+
 # A burning session pages per session; its project-level alert is inhibited by it.
 BURNS = ("AgentwatchSessionTokenBurn", "AgentwatchProjectTokenBurn")
 STALL = "AgentwatchSessionStalledOnError"

@@ -14,6 +14,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agentwatch.cli import claude_settings, statusline
 from agentwatch.core import claude_events
 from agentwatch.demo.anthropic_api.script import parse
@@ -21,6 +23,8 @@ from agentwatch.demo.anthropic_api.served import ServedLog
 from agentwatch.demo.anthropic_api.server import StandIn
 from tests.claude_cli import claude_command, environment, prepare_home
 from tests.real_screens import STARTUP, Tmux, wait_for
+
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
 
 AGENTWATCH = str(Path(sys.executable).parent / "agentwatch")
 USAGE = {"input_tokens": 1000, "output_tokens": 50}

@@ -67,12 +67,14 @@ def check_folder(folder: Path, home: Path | None) -> None:
             assert exposure(result.stdout + result.stderr) <= EXPOSURE_MAX, (name, result.stdout)
 
 
+@pytest.mark.slow
 def test_shipped_unit_files_verify_and_are_hardened(tmp_path: Path, pipx_home: Path) -> None:
     folder = tmp_path / "units"
     shutil.copytree(SYSTEMD_DIR, folder)
     check_folder(folder, pipx_home)
 
 
+@pytest.mark.slow
 def test_installed_units_verify_and_are_hardened(tmp_path: Path) -> None:
     config = local_config(tmp_path)
     units = tmp_path / "units"

@@ -47,6 +47,8 @@ from tests.conftest import CLI, free_port, run_cli
 from tests.test_multihost import query, ready, start, wait_for
 from tests.transcripts import append, assistant, encode, transcript
 
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
+
 PROMETHEUS = shutil.which("prometheus")
 ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
 VICTORIA = shutil.which("victoria-metrics")

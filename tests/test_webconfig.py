@@ -313,6 +313,7 @@ def test_throttle_refuses_to_start_with_a_broken_web_config(tmp_path: Path) -> N
 # --- Prometheus scraping it -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_prometheus_scrapes_the_tls_and_auth_exporter(tmp_path: Path, pki: Pki, exporter) -> None:
     web = web_file(
         tmp_path, tls_server_config=tls_section(pki), basic_auth_users={"prometheus": HASH}

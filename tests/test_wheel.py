@@ -16,6 +16,8 @@ import pytest
 from agentwatch.sentinels import registry
 from tests.conftest import free_port
 
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = (
     r"agentwatch/rules/alerts-[a-z]+\.rules\.yml",
@@ -75,6 +77,18 @@ def test_the_wheel_holds_the_data_and_no_tests(installed: tuple[Path, Path]) -> 
     for pattern in DATA:
         assert any(re.fullmatch(pattern, name) for name in names), pattern
     assert not [name for name in names if name.startswith(("tests/", "bench/", "agentwatch/tests"))]
+
+
+def test_the_wheel_holds_no_test_generators(installed: tuple[Path, Path]) -> None:
+    """The corpus and process-tree generators only the tests and the benchmarks use stay in
+    bench/generators/; no module of that name ships, wherever it would be in the package."""
+    names = zipfile.ZipFile(installed[0]).namelist()
+    generators = {path.name for path in (ROOT / "bench" / "generators").glob("*.py")}
+    generators -= {"__init__.py"}
+    assert {"corpus.py", "gemini_corpus.py", "opencode_corpus.py", "processes.py"} <= generators
+    shipped = {name.rsplit("/", 1)[-1] for name in names if name.startswith("agentwatch/")}
+    assert "transcripts.py" in shipped  # the demo's own line builder still ships
+    assert sorted(generators & shipped) == []
 
 
 def test_the_installed_wheel_installs_shows_config_and_runs_up(

@@ -24,12 +24,12 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from agentwatch.core import run_budget
 from agentwatch.core.spend import period_starts
-from agentwatch.demo import gemini_corpus as corpus
 from agentwatch.exporter.collector import SpoolCollector
 from agentwatch.sentinels import registry
 from agentwatch.sentinels.agent_ledger import gemini
 from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES, daily_totals
 from agentwatch.sentinels.agent_ledger.readers import plugged
+from bench.generators import gemini_corpus as corpus
 from tests.agents import agent_ledger_fake as fake
 from tests.agents.agent_ledger_run import (
     Model,
@@ -114,6 +114,7 @@ def test_the_spool_file_names_only_what_it_declares(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- never twice
 
 
+@pytest.mark.slow
 def test_appends_rewrites_truncation_replacement_vanishing_and_restarts(tmp_path: Path) -> None:
     setup, model = Setup(tmp_path), Model()
     data = tmp_path / "gemini"

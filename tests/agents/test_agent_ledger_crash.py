@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from agentwatch.demo import gemini_corpus as corpus
 from agentwatch.sentinels.agent_ledger import gemini, readers
 from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES, ReadResult, daily_totals
 from agentwatch.sentinels.agent_ledger.ledger import REJECTED, TOKENS, Ledger
 from agentwatch.sentinels.agent_ledger.store import DATABASE_FILE, Store
+from bench.generators import gemini_corpus as corpus
 from tests.agents import agent_ledger_fake as fake
 from tests.agents.agent_ledger_run import Samples, Setup, gemini_entries, total
 
@@ -89,6 +89,7 @@ def comparable(found: Samples) -> Samples:
     return kept
 
 
+@pytest.mark.slow
 def test_sigkill_mid_backfill_then_restart_equals_one_clean_run(tmp_path: Path) -> None:
     data = corpus.mixed(tmp_path / "corpus", seed=11, sessions=600).data_dir
     files = len(gemini.files(data))
@@ -216,12 +217,13 @@ def _codex_home(base: Path) -> dict[str, str]:
 
 
 def _opencode_dirs(base: Path) -> dict[str, str]:
-    from agentwatch.demo import opencode_corpus
+    from bench.generators import opencode_corpus
 
     found = opencode_corpus.random_corpus(base / "opencode", seed=3, messages=4000)
     return {"OPENCODE_DATA_DIR": found.env["OPENCODE_DATA_DIR"]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", [_codex_home, _opencode_dirs], ids=["codex", "opencode"])
 def test_sigkill_at_any_moment_of_a_read_across_files_counts_once(tmp_path: Path, make) -> None:
     """Codex's and OpenCode's files are read and committed together (their rules look across

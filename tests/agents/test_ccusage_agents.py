@@ -33,6 +33,8 @@ from tests.agents.test_agent_ledger_crash import committed
 from tests.conftest import run_cli
 from tests.hostile.test_agent_ledger_poison import check
 
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
+
 COST_RTOL = 1e-6
 BY_AGENT = pytest.mark.parametrize("spec", SPECS, ids=[spec.agent for spec in SPECS])
 

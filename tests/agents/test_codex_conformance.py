@@ -35,6 +35,8 @@ from tests.agents.codex_tools import (
     report_days,
 )
 
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
+
 FIXTURES = ROOT / "tests" / "fixtures" / "agents" / "codex" / "codex-home"
 REJECT_REASONS = {"bad_json", "not_an_object", "bad_field_type", "bad_timestamp", "unreadable_file"}
 EVERY_RULE = {

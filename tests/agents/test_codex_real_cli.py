@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from agentwatch.sentinels.agent_ledger import codex
 from tests.agents.codex_api import Reply, StandIn
 from tests.agents.codex_tools import (
@@ -16,6 +18,8 @@ from tests.agents.codex_tools import (
     prepare_home,
     run_exec,
 )
+
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
 
 SCRIPT = [
     Reply(

@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from agentwatch.demo import gemini_corpus
 from agentwatch.sentinels.agent_ledger import gemini
 from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES, AgentUsage, daily_totals
+from bench.generators import gemini_corpus
 
 from .gemini_cli import ccusage_daily
 

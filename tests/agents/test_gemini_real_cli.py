@@ -26,10 +26,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agentwatch.sentinels.agent_ledger import gemini
 
 from .gemini_api import GeminiStandIn, Reply
 from .gemini_cli import ccusage_daily, prepare_home, run_prompt
+
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
 
 SCRIPT = (
     Reply(text="", thought="Listing the folder first.",

@@ -26,11 +26,11 @@ from typing import Any
 
 import pytest
 
-from agentwatch.demo import opencode_corpus as corpus
 from agentwatch.sentinels.agent_ledger import opencode
 from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES, ReadResult, daily_totals
+from bench.generators import opencode_corpus as corpus
 
-pytestmark = pytest.mark.ccusage
+pytestmark = [pytest.mark.ccusage, pytest.mark.slow]
 
 CCUSAGE_VERSION = "20.0.24"
 REPO = Path(__file__).resolve().parents[2]

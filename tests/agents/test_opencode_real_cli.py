@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from agentwatch.demo import opencode_corpus as corpus
 from agentwatch.sentinels.agent_ledger import opencode
+from bench.generators import opencode_corpus as corpus
 from tests.agents import opencode_cli
 from tests.agents.opencode_api import StandIn
 from tests.agents.test_opencode_conformance import (

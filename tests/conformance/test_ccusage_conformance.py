@@ -35,7 +35,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from . import corpus, oracle
 
-pytestmark = pytest.mark.ccusage
+pytestmark = [pytest.mark.ccusage, pytest.mark.slow]
 
 CCUSAGE_VERSION = "20.0.24"
 DEFAULT_CCUSAGE = "/opt/ccusage/node_modules/.bin/ccusage"

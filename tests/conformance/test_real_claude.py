@@ -27,7 +27,7 @@ from tests.conftest import CLI, samples
 from . import corpus, oracle
 from .test_ccusage_conformance import TOKEN_TYPES, assert_conforms, run_both
 
-pytestmark = pytest.mark.ccusage
+pytestmark = [pytest.mark.ccusage, pytest.mark.slow]
 OPUS_SESSION = "3f0c2a7e-5b1d-4c8e-9a6f-2d4b8e1c7a90"
 
 

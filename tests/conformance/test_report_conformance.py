@@ -36,7 +36,7 @@ from .test_ccusage_conformance import (
     run_ledger,
 )
 
-pytestmark = pytest.mark.ccusage
+pytestmark = [pytest.mark.ccusage, pytest.mark.slow]
 
 TYPES = ("inputTokens", "outputTokens", "cacheCreationTokens", "cacheReadTokens")
 BLOCK_TYPES = dict(zip(TYPES, ("inputTokens", "outputTokens", "cacheCreationInputTokens",

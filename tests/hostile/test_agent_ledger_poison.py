@@ -198,6 +198,7 @@ def read_codex() -> list[AgentUsage]:
 # ----------------------------------------------------------------------------- the cases
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("tokens", "reason"),
     [

@@ -92,6 +92,7 @@ def _bcrypt_seconds(rounds: int = 5) -> float:
     return statistics.median(times)
 
 
+@pytest.mark.slow
 def test_a_wrong_password_costs_what_an_unknown_user_costs(exporter: tuple[int, Path]) -> None:
     port, log = exporter
     assert _request(port, "127.0.0.1", USER, PASSWORD)[0] == 200  # remembered from now on

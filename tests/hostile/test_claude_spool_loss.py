@@ -16,9 +16,13 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from agentwatch.core import claude_events
 from tests.conftest import CLI
 from tests.hostile.sentinel_support import once, series, warnings
+
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
 
 AGENTWATCH = str(Path(sys.executable).parent / "agentwatch")
 SESSIONS = [f"7c1f0d52-3a4b-4c8e-9d1f-0000000000{n:02d}" for n in range(10)]

@@ -220,6 +220,7 @@ def test_a_trickled_or_missing_head_is_cut_at_the_deadline(
     assert "took longer than 1s" in line or "timed out after 1s" in line
 
 
+@pytest.mark.slow
 def test_once_against_a_trickling_alertmanager_ends_within_its_deadline(
     tmp_path: Path, am: BadAlertmanager
 ) -> None:

@@ -9,6 +9,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from agentwatch.sentinels.token_ledger.ledger import Ledger
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
 from agentwatch.sentinels.token_ledger.store import Store
@@ -49,6 +51,7 @@ def test_an_append_shows_while_a_10_gb_file_is_read_live(
     assert "Traceback" not in live_log(workdirs)
 
 
+@pytest.mark.slow
 def test_an_append_shows_while_a_10_gb_file_is_backfilled(
     workdirs: dict[str, Path], processes: list
 ) -> None:
@@ -72,6 +75,7 @@ def _bytes_read() -> int:
     raise AssertionError("no rchar in /proc/self/io")
 
 
+@pytest.mark.slow
 def test_a_long_unterminated_line_is_scanned_once(tmp_path: Path) -> None:
     root = tmp_path / "claude"
     path = transcript(root)
@@ -95,6 +99,7 @@ def test_a_long_unterminated_line_is_scanned_once(tmp_path: Path) -> None:
     ledger.store.close()
 
 
+@pytest.mark.slow
 def test_the_progress_estimate_is_sane_for_a_file_without_lines(workdirs: dict[str, Path]) -> None:
     transcript(workdirs["claude"]).write_bytes(encode(assistant(input_tokens=1)))
     _sparse(workdirs["claude"] / "projects" / "-home-alice-proj" / "huge.jsonl", "2G")

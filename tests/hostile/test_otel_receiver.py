@@ -8,6 +8,7 @@ import socket
 import zlib
 from pathlib import Path
 
+import pytest
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
 )
@@ -110,6 +111,7 @@ def sessions_request(first: int, count: int) -> bytes:
     return message.SerializeToString()
 
 
+@pytest.mark.slow
 def test_100k_session_ids_fold_into_a_bounded_table(tmp_path: Path) -> None:
     with receiver(tmp_path, max_sessions=1000) as work:
         for first in range(0, 100_000, 20_000):

@@ -19,6 +19,8 @@ from prometheus_client.metrics_core import CounterMetricFamily
 from agentwatch.core import spool
 from tests.conftest import CLI, free_port, samples
 
+pytestmark = pytest.mark.slow  # docs/tests.md: not in `scripts/test --fast`
+
 SERIES = 10_000  # about 0.9 MB of exposition (the bench runs 20,000)
 SCRAPERS = 200
 TIMEOUT = 10.0  # Prometheus' default scrape_timeout
@@ -92,6 +94,7 @@ def _renders(port: int) -> dict[str, float]:
     }
 
 
+@pytest.mark.slow
 def test_concurrent_scrapes_share_one_render_per_format(exporter: tuple[int, Path]) -> None:
     port, log = exporter
     before = _renders(port)

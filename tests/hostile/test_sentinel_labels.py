@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from agentwatch.core.sanitize import MAX_LABEL_LENGTH, label_value
-from agentwatch.demo.processes import fake_bin, kill_tree, spawn_session, wait_for_children
+from bench.generators.processes import fake_bin, kill_tree, spawn_session, wait_for_children
 from tests.hostile.sentinel_support import (
     HOSTILE,
     HOSTILE_HALVES,

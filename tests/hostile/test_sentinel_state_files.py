@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from agentwatch.core import bounded
-from agentwatch.demo.processes import kill_tree, spawn_session
+from bench.generators.processes import kill_tree, spawn_session
 from tests.conftest import run_cli
 from tests.hostile.sentinel_support import once, series, warnings
 
@@ -144,6 +144,7 @@ PIDFILE_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(PIDFILE_CASES))
 def test_an_orchestrator_pid_file_that_is_not_one(
     case: str, workdirs: dict[str, Path], tmp_path: Path

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.conftest import CLI, free_port, local_config
 
@@ -37,6 +38,7 @@ def _files(folder: Path) -> dict[str, tuple[int, int]]:
     }
 
 
+@pytest.mark.slow
 def test_a_second_up_on_the_same_state_is_refused_touching_nothing(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()

@@ -1,6 +1,6 @@
 """Deterministic generator of a realistic Claude Code transcript tree (the benchmark corpus).
 
-    python -m agentwatch.demo.corpus OUT_DIR --size 1G [--files N] [--seed S] [--force]
+    python bench/generators/corpus.py OUT_DIR --size 1G [--files N] [--seed S] [--force]
 
 writes OUT_DIR/projects/<slug>/<session-uuid>.jsonl and sub-agent files
 OUT_DIR/projects/<slug>/<session-uuid>/subagents/agent-<id>.jsonl, then OUT_DIR/corpus.json (the
@@ -1356,7 +1356,7 @@ def transcript_files(out_dir: str | os.PathLike[str]) -> Iterable[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
-        prog="python -m agentwatch.demo.corpus", description=__doc__.split("\n\n")[0]
+        prog="python bench/generators/corpus.py", description=__doc__.split("\n\n")[0]
     )
     ap.add_argument("out_dir")
     ap.add_argument("--size", default="200M", help="total bytes, e.g. 200M, 1G (binary units)")
