@@ -31,8 +31,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import pairs
+import pairs  # bench/ is on sys.path when a bench runs as `python bench/NAME.py`
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENTWATCH = ROOT / ".venv" / "bin" / "agentwatch"

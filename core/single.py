@@ -44,7 +44,10 @@ def hold(path: Path) -> int:
         except BlockingIOError:
             raise Held(path, _pid(descriptor)) from None
         os.ftruncate(descriptor, 0)
-        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+        # The PID only names the holder to the one turned away: a full disk (the ledgers
+        # wait one out with their state) must not cost the lock itself.
+        with contextlib.suppress(OSError):
+            os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
     except BaseException:
         os.close(descriptor)
         raise
