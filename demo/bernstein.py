@@ -137,6 +137,21 @@ def task(number: int) -> dict[str, Any]:
     }
 
 
+def pids_of(repo: Path) -> list[int]:
+    """The PIDs a Bernstein run in `repo` recorded: its server, spawner and watchdog, and its
+    agents' (in their worktrees). They run detached, so only these files name them."""
+    runtime = repo / ".sdd" / "runtime"
+    found = []
+    for name in ("server.pid", "spawner.pid", "watchdog.pid"):
+        with contextlib.suppress(OSError, ValueError):
+            found.append(int((runtime / name).read_text().split()[0]))
+    for path in repo.glob(".sdd/worktrees/*/.sdd/runtime/pids/*"):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            text = path.read_text()
+            found.append(int(json.loads(text)["pid"]) if "{" in text else int(text.split()[0]))
+    return found
+
+
 class Bernstein:
     """`bernstein run` of the demo's plan and the feeder that keeps it busy."""
 
@@ -193,16 +208,7 @@ class Bernstein:
             self.posted += 1
 
     def pids(self) -> list[int]:
-        runtime = self.repo / ".sdd" / "runtime"
-        found = []
-        for name in ("server.pid", "spawner.pid", "watchdog.pid"):
-            with contextlib.suppress(OSError, ValueError):
-                found.append(int((runtime / name).read_text().split()[0]))
-        for path in self.repo.glob(".sdd/worktrees/*/.sdd/runtime/pids/*"):  # its agents'
-            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-                text = path.read_text()
-                found.append(int(json.loads(text)["pid"]) if "{" in text else int(text.split()[0]))
-        return found
+        return pids_of(self.repo)
 
     def stop(self) -> None:
         """`bernstein stop --force`, then its own processes' groups: its server, orchestrator

@@ -33,6 +33,7 @@ from typing import Any
 import requests
 import yaml
 
+from agentwatch.demo.bernstein import pids_of
 from tests.bernstein_support import TOKEN, bernstein_command, environment
 from tests.claude_cli import API_KEY, claude_command, prepare_home
 from tests.conftest import free_port
@@ -244,16 +245,7 @@ class Run:
         return max(seen, default=0)
 
     def pids(self) -> list[int]:
-        runtime = self.repo / ".sdd" / "runtime"
-        found = []
-        for name in ("server.pid", "spawner.pid", "watchdog.pid"):
-            with contextlib.suppress(OSError, ValueError):
-                found.append(int((runtime / name).read_text().split()[0]))
-        for path in self.repo.glob(".sdd/worktrees/*/.sdd/runtime/pids/*"):  # the agents'
-            with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-                text = path.read_text()
-                found.append(int(json.loads(text)["pid"]) if "{" in text else int(text.split()[0]))
-        return found
+        return pids_of(self.repo)
 
     def stop(self) -> None:
         self._watching.set()
