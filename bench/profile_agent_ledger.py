@@ -98,7 +98,7 @@ def ccusage_totals(path: Path, agent: str) -> dict[str, int]:
             "cache_creation": totals["cacheCreationTokens"]}  # fmt: skip
 
 
-def compare(agent: str, base: Path, pairs: int) -> int:
+def compare(agent: str, base: Path, pairs: int, ours: Path) -> int:
     ratios: list[float] = []
     agree = True
     print(f"load {os.getloadavg()[0]:.2f}; corpus {base}")
@@ -109,7 +109,7 @@ def compare(agent: str, base: Path, pairs: int) -> int:
             for folder in (home, state, spool):
                 folder.mkdir()
             env = _env(agent, base, home)
-            ours_cmd = [str(REPO / ".venv" / "bin" / "agentwatch"), "sentinel", "agent-ledger",
+            ours_cmd = [str(ours), "sentinel", "agent-ledger",
                         "--once", "--state-dir", str(state), "--spool-dir", str(spool)]  # fmt: skip
             theirs_cmd = [CCUSAGE, agent, "daily", "--json", "--offline", "--timezone", "UTC"]
             runs = [("ours", ours_cmd), ("ccusage", theirs_cmd)]
@@ -164,12 +164,14 @@ def main() -> int:
     parser.add_argument("--size", default="256M")
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--ours", type=Path, default=REPO / ".venv" / "bin" / "agentwatch",
+                        help="the agentwatch to run (another checkout's)")  # fmt: skip
     args = parser.parse_args()
     if args.action == "generate":
         generate(args.agent, args.dir, parse_size(args.size))
         return 0
     if args.action == "compare":
-        return compare(args.agent, args.dir, args.pairs)
+        return compare(args.agent, args.dir, args.pairs, args.ours)
     profile(args.agent, args.dir, args.top)
     return 0
 
