@@ -96,7 +96,7 @@ def _walk(folder: Path, found: list[Path]) -> None:
 # ----------------------------------------------------------------------------- numbers
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen init costs a call per field
 class Tokens:
     """A `tokens` (or `stats`) object as ccusage reads it: first spelling present wins."""
 
@@ -167,7 +167,7 @@ def _session_input(tokens: Tokens) -> tuple[int, int]:
     return tokens.input, tokens.cached
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Counted:
     """One response's ledger tokens: output already holds the reasoning ccusage prices."""
 
@@ -346,15 +346,16 @@ def _may_repeat(raw: bytes) -> bool:
     return len(names) != len(set(names))
 
 
-def load_record(text: str, raw: bytes) -> Any:
+def load_record(text: str | None, raw: bytes) -> Any:
     """A JSON value as serde_json reads it into ccusage's record; raises ValueError where it
-    would fail (bad JSON, NaN, a record field named twice at the top)."""
+    would fail (bad JSON, NaN, a record field named twice at the top). `text` is `raw`
+    decoded, None to decode it only when needed."""
     if not _may_repeat(raw):
         try:  # orjson reads what _PLAIN reads (numbers past 64 bits as floats, the same
             return orjson.loads(raw)  # to _u64); what it refuses, _PLAIN decides
         except orjson.JSONDecodeError:
-            return _PLAIN.decode(text)
-    value = _CHECKED.decode(text)
+            return _PLAIN.decode(raw.decode("utf-8") if text is None else text)
+    value = _CHECKED.decode(raw.decode("utf-8") if text is None else text)
     if isinstance(value, _Duplicated):
         raise ValueError("duplicate field")
     return value
@@ -484,15 +485,12 @@ def parse_jsonl_file(path: Path, text: str, raw: bytes, result: ReadResult) -> l
     events: list[Event] = []
     by_id: dict[str, int] = {}
     anonymous = stats_seen = 0
-    if "\r" not in text and "\n" in text:
-        pieces: Iterable[tuple[str, bytes]] = zip(text.split("\n"), raw.split(b"\n"), strict=True)
-    else:
-        pieces = ((line.decode("utf-8"), line) for line in _lines(raw))
-    for line, line_raw in pieces:
-        if not line or _RELEVANT.search(line_raw) is None:
+    lines = raw.split(b"\n") if b"\r" not in raw else list(_lines(raw))
+    for line_raw in lines:  # the file decoded as a whole: every line is UTF-8
+        if not line_raw or _RELEVANT.search(line_raw) is None:
             continue
         try:
-            record = load_record(line, line_raw)
+            record = load_record(None, line_raw)
         except ValueError:
             result.reject("bad_line")
             continue
