@@ -365,20 +365,24 @@ class Ledger:
         keys = [key_hash(entry.key) for entry, _cost in entries]
         known = self.store.rows_for(keys)
         now = self.clock()
+        rows = pending.rows
         for (entry, cost), key in zip(entries, keys, strict=True):
-            new = [max(0, entry.input), max(0, entry.output), max(0, entry.cache_read),
-                   max(0, entry.cache_creation), _usd(cost)]  # fmt: skip
-            row = pending.rows.get(key) or known.get(key)
+            # _bounded kept only counts from 0 to MAX_TOKENS: floats of them are exact
+            new = [float(entry.input), float(entry.output), float(entry.cache_read),
+                   float(entry.cache_creation), _usd(cost) or 0.0]  # fmt: skip
+            row = rows.get(key) or known.get(key)
             fresh = row is None
-            if row is None:
+            if row is None:  # nothing counted yet: all of it grew
                 stamp = entry.timestamp if math.isfinite(entry.timestamp) else now
                 row = Row(agent, _label(entry.session), _label(entry.project),
-                          _label(entry.model), stamp, [0.0] * 5)  # fmt: skip
-            grown = [max(0.0, float(n) - c) for n, c in zip(new, row.amounts, strict=True)]
-            if not fresh and not any(grown):
-                continue
-            row.amounts = [c + g for c, g in zip(row.amounts, grown, strict=True)]
-            pending.rows[key] = row
+                          _label(entry.model), stamp, new)  # fmt: skip
+                grown = new
+            else:
+                grown = [max(0.0, n - c) for n, c in zip(new, row.amounts, strict=True)]
+                if not fresh and not any(grown):
+                    continue
+                row.amounts = [c + g for c, g in zip(row.amounts, grown, strict=True)]
+            rows[key] = row
             self._count(row, grown, fresh, cost is not None, min(row.ts, now), pending)
 
     @staticmethod
@@ -399,9 +403,9 @@ class Ledger:
             pending.unpriced[agent, model] = pending.unpriced.get((agent, model), 0.0) + sum(
                 grown[:4]
             )
-        session = pending.sessions.setdefault(
-            (agent, row.session), [project, active, active, 0.0, 0.0, 0.0, 0.0, 0.0]
-        )
+        session = pending.sessions.get((agent, row.session))
+        if session is None:
+            session = pending.sessions[agent, row.session] = [project, active, active, *[0.0] * 5]
         session[1], session[2] = min(session[1], active), max(session[2], active)
         for index, value in enumerate(grown, start=3):
             session[index] += value
