@@ -22,7 +22,7 @@ import sqlite3
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -253,7 +253,7 @@ def _decode(
 
 def _count(value: Any) -> int:
     """serde's as_u64: a non-negative JSON integer that fits u64; anything else is 0."""
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _U64_MAX:
+    if type(value) is int and 0 <= value <= _U64_MAX:  # JSON's only int subclass is bool
         return value
     return 0
 
@@ -363,7 +363,13 @@ def _project(message: Mapping[str, Any]) -> str:
     """The working directory's last component (OpenCode writes path.cwd)."""
     path = _object(message.get("path"))
     cwd = path.get("cwd") if path is not None else None
-    return os.path.basename(cwd.rstrip("/")) if isinstance(cwd, str) else ""
+    return _folder_name(cwd) if isinstance(cwd, str) else ""
+
+
+@lru_cache(maxsize=4096)
+def _folder_name(cwd: str) -> str:
+    """The last component of a working directory (a session's messages share one)."""
+    return sys.intern(os.path.basename(cwd.rstrip("/")))
 
 
 # ----------------------------------------------------------------------------- the database
