@@ -13,6 +13,7 @@ files, and the 200k tier applies to the whole response once its prompt exceeds 2
 
 from __future__ import annotations
 
+import collections
 import functools
 import hashlib
 import json
@@ -346,6 +347,32 @@ def _may_repeat(raw: bytes) -> bool:
     return len(names) != len(set(names))
 
 
+def _no_repeat(raw: bytes, value: Any) -> bool:
+    """Is no field name of `raw` repeated anywhere in it? Every quoted "name" in `raw` is a
+    key, a string value, or part of a longer string (a name is letters: an escaped quote
+    before it); `value` (orjson's, which keeps one key of a repeat) holds a key or string
+    for each of the first two. So equal counts mean no key was dropped: nothing repeated."""
+    counts = collections.Counter(_FIELD_NAMES.findall(raw))
+    wanted = {name.decode(): count for name, count in counts.items() if count > 1}
+    if type(value) is not dict:
+        return False
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        if type(node) is dict:
+            for key in node:
+                if key in wanted:
+                    wanted[key] -= 1
+            node = node.values()
+        for item in node:
+            if type(item) is str:
+                if item in wanted:
+                    wanted[item] -= 1
+            elif type(item) is dict or type(item) is list:
+                stack.append(item)
+    return not any(wanted.values())
+
+
 def load_record(text: str | None, raw: bytes) -> Any:
     """A JSON value as serde_json reads it into ccusage's record; raises ValueError where it
     would fail (bad JSON, NaN, a record field named twice at the top). `text` is `raw`
@@ -355,6 +382,14 @@ def load_record(text: str | None, raw: bytes) -> Any:
             return orjson.loads(raw)  # to _u64); what it refuses, _PLAIN decides
         except orjson.JSONDecodeError:
             return _PLAIN.decode(raw.decode("utf-8") if text is None else text)
+    if b"\\u" not in raw:  # a name repeated, maybe in a nested object (a tool call's id)
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            if _no_repeat(raw, value):
+                return value
     value = _CHECKED.decode(raw.decode("utf-8") if text is None else text)
     if isinstance(value, _Duplicated):
         raise ValueError("duplicate field")
