@@ -62,8 +62,11 @@ def generate(agent: str, base: Path, size: int) -> None:
 
 
 def _env(agent: str, base: Path, home: Path) -> dict[str, str]:
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "TZ": "UTC",
-            ENV_OF[agent]: str(base / "data")}  # fmt: skip
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "TZ": "UTC",
+           ENV_OF[agent]: str(base / "data")}  # fmt: skip
+    if "PYTHONPATH" in os.environ:  # a frozen copy of the package to measure
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return env
 
 
 def _run(cmd: list[str], env: dict[str, str], out: Path) -> tuple[float, float]:
