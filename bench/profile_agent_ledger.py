@@ -30,8 +30,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 REPO = Path(__file__).resolve().parents[1]
 CCUSAGE = os.environ.get("AGENTWATCH_CCUSAGE") or str(
     REPO / ".tools" / "ccusage" / "node_modules" / ".bin" / "ccusage"
