@@ -13,6 +13,7 @@ files, and the 200k tier applies to the whole response once its prompt exceeds 2
 
 from __future__ import annotations
 
+import collections
 import functools
 import hashlib
 import json
@@ -23,6 +24,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from .base import AgentUsage, ReadResult
 
@@ -94,7 +97,7 @@ def _walk(folder: Path, found: list[Path]) -> None:
 # ----------------------------------------------------------------------------- numbers
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen init costs a call per field
 class Tokens:
     """A `tokens` (or `stats`) object as ccusage reads it: first spelling present wins."""
 
@@ -123,7 +126,10 @@ def _u64(value: Any) -> int | None:
 
 def _first(record: Mapping[str, Any], keys: tuple[str, ...]) -> int:
     for key in keys:
-        number = _u64(record.get(key))
+        value = record.get(key)
+        if type(value) is int and 0 <= value <= 9_007_199_254_740_992:  # _u64's first case
+            return value
+        number = _u64(value)
         if number is not None:
             return number
     return 0
@@ -162,7 +168,7 @@ def _session_input(tokens: Tokens) -> tuple[int, int]:
     return tokens.input, tokens.cached
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Counted:
     """One response's ledger tokens: output already holds the reasoning ccusage prices."""
 
@@ -224,11 +230,46 @@ _STAMP = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=1024)
+def _day_ms(date: str) -> int | None:
+    """Epoch milliseconds of a valid YYYY-MM-DD day (ASCII digits), else None."""
+    year, month, day = int(date[:4]), int(date[5:7]), int(date[8:10])
+    if not 1 <= month <= 12:
+        return None
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    if day == 0 or day > _DAYS[month - 1] + (month == 2 and leap):
+        return None
+    return _days_from_civil(year, month, day) * 86_400_000
+
+
+def _utc_shape(value: str) -> bool:
+    """YYYY-MM-DDTHH:MM:SS.mmmZ in ASCII digits, the form Gemini CLI writes: read by
+    slicing (the regex's answer, faster)."""
+    if not (
+        len(value) == 24
+        and value[23] == "Z"
+        and value[19] == "."
+        and value[10] == "T"
+        and value[4] == value[7] == "-"
+        and value[13] == value[16] == ":"
+    ):
+        return False
+    digits = value[:4] + value[5:7] + value[8:10] + value[11:13] + value[14:16]
+    digits += value[17:19] + value[20:23]
+    return digits.isascii() and digits.isdigit()
+
+
 def parse_timestamp(value: Any) -> int | None:
     """Epoch milliseconds of ccusage's strict RFC 3339 form: seconds, optional exactly three
     fraction digits, then Z or +HH:MM (at most 23:59); anything else is None."""
     if not isinstance(value, str):
         return None
+    if _utc_shape(value):
+        hour, minute, second = int(value[11:13]), int(value[14:16]), int(value[17:19])
+        day = _day_ms(value[:10])
+        if day is None or hour > 23 or minute > 59 or second > 59:
+            return None
+        return day + ((hour * 60 + minute) * 60 + second) * 1000 + int(value[20:23])
     match = _STAMP.fullmatch(value)
     if match is None:
         return None
@@ -306,10 +347,50 @@ def _may_repeat(raw: bytes) -> bool:
     return len(names) != len(set(names))
 
 
-def load_record(text: str, raw: bytes) -> Any:
+def _no_repeat(raw: bytes, value: Any) -> bool:
+    """Is no field name of `raw` repeated anywhere in it? Every quoted "name" in `raw` is a
+    key, a string value, or part of a longer string (a name is letters: an escaped quote
+    before it); `value` (orjson's, which keeps one key of a repeat) holds a key or string
+    for each of the first two. So equal counts mean no key was dropped: nothing repeated."""
+    counts = collections.Counter(_FIELD_NAMES.findall(raw))
+    wanted = {name.decode(): count for name, count in counts.items() if count > 1}
+    if type(value) is not dict:
+        return False
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        if type(node) is dict:
+            for key in node:
+                if key in wanted:
+                    wanted[key] -= 1
+            node = node.values()
+        for item in node:
+            if type(item) is str:
+                if item in wanted:
+                    wanted[item] -= 1
+            elif type(item) is dict or type(item) is list:
+                stack.append(item)
+    return not any(wanted.values())
+
+
+def load_record(text: str | None, raw: bytes) -> Any:
     """A JSON value as serde_json reads it into ccusage's record; raises ValueError where it
-    would fail (bad JSON, NaN, a record field named twice at the top)."""
-    value = (_CHECKED if _may_repeat(raw) else _PLAIN).decode(text)
+    would fail (bad JSON, NaN, a record field named twice at the top). `text` is `raw`
+    decoded, None to decode it only when needed."""
+    if not _may_repeat(raw):
+        try:  # orjson reads what _PLAIN reads (numbers past 64 bits as floats, the same
+            return orjson.loads(raw)  # to _u64); what it refuses, _PLAIN decides
+        except orjson.JSONDecodeError:
+            return _PLAIN.decode(raw.decode("utf-8") if text is None else text)
+    if b"\\u" not in raw:  # a name repeated, maybe in a nested object (a tool call's id)
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            if _no_repeat(raw, value):
+                return value
+    value = _CHECKED.decode(raw.decode("utf-8") if text is None else text)
     if isinstance(value, _Duplicated):
         raise ValueError("duplicate field")
     return value
@@ -439,23 +520,22 @@ def parse_jsonl_file(path: Path, text: str, raw: bytes, result: ReadResult) -> l
     events: list[Event] = []
     by_id: dict[str, int] = {}
     anonymous = stats_seen = 0
-    if "\r" not in text and "\n" in text:
-        pieces: Iterable[tuple[str, bytes]] = zip(text.split("\n"), raw.split(b"\n"), strict=True)
-    else:
-        pieces = ((line.decode("utf-8"), line) for line in _lines(raw))
-    for line, line_raw in pieces:
-        if not line or _RELEVANT.search(line_raw) is None:
+    lines = raw.split(b"\n") if b"\r" not in raw else list(_lines(raw))
+    for line_raw in lines:  # the file decoded as a whole: every line is UTF-8
+        if not line_raw or _RELEVANT.search(line_raw) is None:
             continue
         try:
-            record = load_record(line, line_raw)
+            record = load_record(None, line_raw)
         except ValueError:
             result.reject("bad_line")
             continue
         if not isinstance(record, dict):
             result.reject("not_object")
             continue
-        session = _text(record, "sessionId") or _text(record, "session_id") or session
-        hint = _text(record, "model") or hint
+        if "sessionId" in record or "session_id" in record:
+            session = _text(record, "sessionId") or _text(record, "session_id") or session
+        if "model" in record:
+            hint = _text(record, "model") or hint
         if record.get("type") == "gemini":
             name = _text(record, "id")
             if name is None:
@@ -492,10 +572,14 @@ def _project_of(folder: Path) -> str:
     return ""
 
 
-def _key(path: Path, parts: tuple[str, ...]) -> str:
-    """Stable across re-reads: the file's path and the response's place in it, never text."""
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(os.fsencode(path))
+def _key(path: Path | Any, parts: tuple[str, ...]) -> str:
+    """Stable across re-reads: the file's path and the response's place in it, never text.
+    `path` may be a blake2b already fed the path (one file's keys share it)."""
+    if isinstance(path, Path):
+        digest = hashlib.blake2b(digest_size=16)
+        digest.update(os.fsencode(path))
+    else:
+        digest = path.copy()
     for part in parts:
         digest.update(b"\0" + part.encode("utf-8", "surrogatepass"))
     return f"{AGENT}:{digest.hexdigest()}"
@@ -511,10 +595,12 @@ def read_file(path: Path, result: ReadResult) -> None:
         return
     parse = parse_jsonl_file if path.suffix == ".jsonl" else parse_json_file
     project = _project_of(path.parent)
+    base = hashlib.blake2b(digest_size=16)
+    base.update(os.fsencode(path))
     for event in parse(path, text, raw, result):
         result.entries.append(
             AgentUsage(
-                agent=AGENT, key=_key(path, event.key), timestamp=event.timestamp_ms / 1000,
+                agent=AGENT, key=_key(base, event.key), timestamp=event.timestamp_ms / 1000,
                 session=event.session, project=project, model=event.model,
                 input=event.counted.input, output=event.counted.output,
                 cache_read=event.counted.cache_read, cache_creation=0,

@@ -15,6 +15,7 @@ is forgotten; what it counted stays.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -103,6 +104,7 @@ def stamp_of(path: Path, companions: tuple[str, ...]) -> Stamp:
     return tuple(stamp)
 
 
+@functools.lru_cache(maxsize=8192)  # few distinct names, one look-up per response
 def _label(value: str) -> str:
     return label_value(value) or UNKNOWN
 
@@ -129,10 +131,26 @@ class _Pending:
     counters: dict[CounterKey, float] = field(default_factory=dict)
     sessions: dict[tuple[str, str], list] = field(default_factory=dict)
     seen: dict[str, set[str]] = field(default_factory=lambda: {d: set() for d in DIMENSIONS})
+    # (agent, project, model) -> [responses, 4 token types, cost], (agent, model) -> unpriced
+    # tokens: summed per response in its order, counters once per batch (`settle`)
+    groups: dict[tuple[str, str, str], list[float]] = field(default_factory=dict)
+    unpriced: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def add(self, key: CounterKey, value: float) -> None:
         if value:
             self.counters[key] = self.counters.get(key, 0.0) + value
+
+    def settle(self) -> None:
+        """The sums into the counters (a zero adds nothing, as `add` adds it)."""
+        for (agent, project, model), sums in self.groups.items():
+            self.add((RESPONSES, (agent, project, model)), sums[0])
+            for kind, value in zip(TOKEN_TYPES, sums[1:5], strict=True):
+                self.add((TOKENS, (agent, project, model, kind)), value)
+            self.add((COST, (agent, project, model)), sums[5])
+        for (agent, model), tokens in self.unpriced.items():
+            self.add((UNPRICED, (agent, model)), tokens)
+        self.unpriced.clear()
+        self.groups.clear()
 
 
 class Ledger:
@@ -234,6 +252,7 @@ class Ledger:
         try:  # the reader's code: reading and pricing
             states, entries = self._read(batch, plug, reader)
             self._decide(batch.agent, entries, pending)
+            pending.settle()
         except Exception as err:
             self._failed(batch.agent, err)  # its files keep their old stamps: read again
             return True
@@ -346,20 +365,24 @@ class Ledger:
         keys = [key_hash(entry.key) for entry, _cost in entries]
         known = self.store.rows_for(keys)
         now = self.clock()
+        rows = pending.rows
         for (entry, cost), key in zip(entries, keys, strict=True):
-            new = [max(0, entry.input), max(0, entry.output), max(0, entry.cache_read),
-                   max(0, entry.cache_creation), _usd(cost)]  # fmt: skip
-            row = pending.rows.get(key) or known.get(key)
+            # _bounded kept only counts from 0 to MAX_TOKENS: floats of them are exact
+            new = [float(entry.input), float(entry.output), float(entry.cache_read),
+                   float(entry.cache_creation), _usd(cost) or 0.0]  # fmt: skip
+            row = rows.get(key) or known.get(key)
             fresh = row is None
-            if row is None:
+            if row is None:  # nothing counted yet: all of it grew
                 stamp = entry.timestamp if math.isfinite(entry.timestamp) else now
                 row = Row(agent, _label(entry.session), _label(entry.project),
-                          _label(entry.model), stamp, [0.0] * 5)  # fmt: skip
-            grown = [max(0.0, float(n) - c) for n, c in zip(new, row.amounts, strict=True)]
-            if not fresh and not any(grown):
-                continue
-            row.amounts = [c + g for c, g in zip(row.amounts, grown, strict=True)]
-            pending.rows[key] = row
+                          _label(entry.model), stamp, new)  # fmt: skip
+                grown = new
+            else:
+                grown = [max(0.0, n - c) for n, c in zip(new, row.amounts, strict=True)]
+                if not fresh and not any(grown):
+                    continue
+                row.amounts = [c + g for c, g in zip(row.amounts, grown, strict=True)]
+            rows[key] = row
             self._count(row, grown, fresh, cost is not None, min(row.ts, now), pending)
 
     @staticmethod
@@ -369,16 +392,20 @@ class Ledger:
         agent, project, model = row.agent, row.project, row.model
         pending.seen["project"].add(project)
         pending.seen["model"].add(model)
-        if fresh:
-            pending.add((RESPONSES, (agent, project, model)), 1)
-        for kind, value in zip(TOKEN_TYPES, grown, strict=False):
-            pending.add((TOKENS, (agent, project, model, kind)), value)
-        pending.add((COST, (agent, project, model)), grown[4])
+        group = pending.groups.get((agent, project, model))
+        if group is None:
+            group = pending.groups[agent, project, model] = [0.0] * 6
+        if fresh:  # each sum in the order `add` would have summed it
+            group[0] += 1
+        for index, value in enumerate(grown, start=1):
+            group[index] += value
         if not priced:
-            pending.add((UNPRICED, (agent, model)), sum(grown[:4]))
-        session = pending.sessions.setdefault(
-            (agent, row.session), [project, active, active, 0.0, 0.0, 0.0, 0.0, 0.0]
-        )
+            pending.unpriced[agent, model] = pending.unpriced.get((agent, model), 0.0) + sum(
+                grown[:4]
+            )
+        session = pending.sessions.get((agent, row.session))
+        if session is None:
+            session = pending.sessions[agent, row.session] = [project, active, active, *[0.0] * 5]
         session[1], session[2] = min(session[1], active), max(session[2], active)
         for index, value in enumerate(grown, start=3):
             session[index] += value

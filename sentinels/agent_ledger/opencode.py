@@ -17,13 +17,16 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sqlite3
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+import orjson
 
 from agentwatch.sentinels.agent_ledger.base import AgentUsage, ReadResult
 
@@ -44,6 +47,15 @@ _V2_STRINGS: tuple[str, ...] = ("modelID", "providerID")
 # Declared objects are read through a JSON value: a lone surrogate anywhere in one fails.
 _LEGACY_OBJECTS: tuple[str, ...] = ("tokens", "time")
 _V2_OBJECTS: tuple[str, ...] = ("model", "tokens", "time")
+
+
+def _names(declared: frozenset[str]) -> re.Pattern[bytes]:
+    """Every place a quoted declared name starts (the lookahead counts overlapping ones
+    too: more than the real keys is safe, it only sends a message to the checking parse)."""
+    return re.compile(b'"(?=(' + b"|".join(sorted(k.encode() for k in declared)) + b')")')
+
+
+_LEGACY_NAMES, _V2_NAMES = _names(_LEGACY_FIELDS), _names(_V2_FIELDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +199,24 @@ def _lone_surrogate(value: Any) -> bool:
     return False
 
 
+def _fast(text: str | bytes, declared: frozenset[str]) -> dict[str, Any] | None:
+    """The common message, parsed by orjson: bytes with no \\u escape (so no escaped or
+    lone-surrogate name or string) and no declared name twice. None sends it to the
+    checking parse, which decides everything else (orjson refuses NaN, BOMs, control
+    characters, invalid UTF-8 and lone surrogates, as that parse does; where it reads an
+    integer past 64 bits as a float, _count, _millis and _cost give the same answer)."""
+    if type(text) is not bytes or b"\\u" in text:
+        return None
+    names = (_LEGACY_NAMES if declared is _LEGACY_FIELDS else _V2_NAMES).findall(text)
+    if len(names) != len(set(names)):
+        return None
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return value if type(value) is dict else None
+
+
 def _decode(
     text: str | bytes,
     declared: frozenset[str],
@@ -197,6 +227,9 @@ def _decode(
     NaN, no raw control character in any string), no duplicate declared field, no lone
     surrogate in a declared string (duplicates inside nested objects keep the last value,
     as serde's Value does)."""
+    fast = _fast(text, declared)
+    if fast is not None:
+        return fast
     try:
         if isinstance(text, bytes):
             text = text.decode("utf-8")
@@ -220,7 +253,7 @@ def _decode(
 
 def _count(value: Any) -> int:
     """serde's as_u64: a non-negative JSON integer that fits u64; anything else is 0."""
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _U64_MAX:
+    if type(value) is int and 0 <= value <= _U64_MAX:  # JSON's only int subclass is bool
         return value
     return 0
 
@@ -259,9 +292,9 @@ def _cost(value: Any) -> float | None:
 # ------------------------------------------------------------------------------- one message
 
 
-@dataclass(frozen=True, slots=True)
-class _Source:
-    """Where a message came from: the row's own id/session (database) and a fallback key."""
+class _Source(NamedTuple):
+    """Where a message came from: the row's own id/session (database) and a fallback key
+    (a tuple: made for every row of a database)."""
 
     id: str | None
     session: str | None
@@ -330,7 +363,13 @@ def _project(message: Mapping[str, Any]) -> str:
     """The working directory's last component (OpenCode writes path.cwd)."""
     path = _object(message.get("path"))
     cwd = path.get("cwd") if path is not None else None
-    return os.path.basename(cwd.rstrip("/")) if isinstance(cwd, str) else ""
+    return _folder_name(cwd) if isinstance(cwd, str) else ""
+
+
+@lru_cache(maxsize=4096)
+def _folder_name(cwd: str) -> str:
+    """The last component of a working directory (a session's messages share one)."""
+    return sys.intern(os.path.basename(cwd.rstrip("/")))
 
 
 # ----------------------------------------------------------------------------- the database
@@ -380,7 +419,9 @@ def _database_messages(db: Path, result: ReadResult) -> Iterator[tuple[bytes | s
                 text = _column_text(data)
                 if ident_text is None or session_text is None or text is None:
                     continue
-                yield text, _Source(ident_text or None, session_text, f"{db}#m{index}"), False
+                # valid UTF-8 bytes go on as bytes: what the orjson path (_fast) takes
+                raw = data if type(data) is bytes else text
+                yield raw, _Source(ident_text or None, session_text, f"{db}#m{index}"), False
         if _table(connection, "session_message") and {"id", "session_id", "type", "data"} <= (
             columns := _columns(connection, "session_message")
         ):
@@ -395,7 +436,7 @@ def _database_messages(db: Path, result: ReadResult) -> Iterator[tuple[bytes | s
                     continue
                 stamp = int(made) if isinstance(made, int | float) and math.isfinite(made) else 0
                 source = _Source(ident_text or None, session_text, f"{db}#s{index}", stamp)
-                yield text, source, True
+                yield data if type(data) is bytes else text, source, True
     except sqlite3.Error:
         result.reject("database unreadable")
     finally:
@@ -592,6 +633,20 @@ def find(table: Mapping[str, Any], model: str) -> Any:
     return table[min(found, key=lambda key: (-len(key.encode()), key.encode()))]
 
 
+_RATES: dict[tuple[str, str], tuple[Any, ...]] = {}  # (model, provider) -> _rates
+
+
+def _rates(model: str, provider: str) -> tuple[Any, ...]:
+    """The table's rates for each of the names ccusage tries, in its order: looked up once
+    per model and provider (`find` scans the whole table)."""
+    rates = _RATES.get((model, provider))
+    if rates is None:
+        table = _table_of_prices()
+        found = (find(table, name) for name in candidates(model, provider))
+        rates = _RATES[model, provider] = tuple(r for r in found if r is not None)
+    return rates
+
+
 def price(entry: AgentUsage) -> float | None:
     """USD for an entry from opencode_prices.json (the providers' published rates), for
     entries without a stated cost; None for models the table does not price."""
@@ -602,11 +657,7 @@ def price(entry: AgentUsage) -> float | None:
         "cache_read": entry.cache_read,
         "cache_write": entry.cache_creation,
     }
-    table = _table_of_prices()
-    for name in candidates(entry.model, provider):
-        rates = find(table, name)
-        if rates is None:
-            continue
+    for rates in _rates(entry.model, provider):
         cost = _cost_of(rates, counts)
         if cost is not None and cost > 0:
             return cost
