@@ -11,16 +11,14 @@ Response keys are stored as a 16-byte hash (never a reader's text); tokens and c
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentwatch.core import single
+from agentwatch.core import ledger_db, single
 
 DATABASE_FILE = "agent-ledger.sqlite"
 SCHEMA_VERSION = "1"
@@ -90,24 +88,13 @@ class Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = single.hold_writer(path, "agent-ledger")
         try:
-            self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db = ledger_db.open_versioned(
+                path, _SCHEMA, SCHEMA_VERSION, "agent ledger", "the session files"
+            )
             # Keys are hashes: a batch's rows land all over the table. 32 MiB of page cache
             # (not 2) spares re-reading its pages: 15-25% of a 256 MiB backfill's commit CPU.
             self.db.execute("PRAGMA cache_size=-32768")
-            self.db.executescript(_SCHEMA)
-            row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            if row is None:
-                self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-            elif row[0] != SCHEMA_VERSION:
-                raise RuntimeError(
-                    f"{path}: agent ledger schema {row[0]} is not {SCHEMA_VERSION}; move the "
-                    "file away to rebuild it from the session files"
-                )
         except BaseException:
-            with contextlib.suppress(Exception):
-                self.db.close()
             single.release(self._lock)
             self._lock = -1
             raise
@@ -166,11 +153,7 @@ class Store:
         return {agent: float(cost) for agent, cost in rows}
 
     def size_bytes(self) -> int:
-        total = 0
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                total += Path(str(self.path) + suffix).stat().st_size
-        return total
+        return ledger_db.size_bytes(self.path)
 
     # ---- writing: one batch in one transaction
     def commit_batch(

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
 
-from agentwatch.core import single
+from agentwatch.core import ledger_db, single
 from agentwatch.sentinels.token_ledger.tailer import Position
 
 DATABASE_FILE = "token-ledger.sqlite"  # under the state dir; `agentwatch prices` reads it too
@@ -188,18 +188,9 @@ class Store:
         # other use of the connection waits for it.
         self.lock = threading.Lock()
         self._reads: sqlite3.Connection | None = None
-        self.db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(_SCHEMA)
-        row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-        if row is None:
-            self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-        elif row[0] != SCHEMA_VERSION:
-            raise RuntimeError(
-                f"{path}: ledger schema {row[0]} is not {SCHEMA_VERSION}; move the file away "
-                "to rebuild it from the transcripts"
-            )
+        self.db = ledger_db.open_versioned(
+            path, _SCHEMA, SCHEMA_VERSION, "ledger", "the transcripts"
+        )
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(files)")}
         if "tail" not in columns:  # a ledger from before the tail fingerprint: add it
             self.db.execute("ALTER TABLE files ADD COLUMN tail BLOB")
@@ -364,11 +355,7 @@ class Store:
         return self._labelsets_by_id[labelset]
 
     def size_bytes(self) -> int:
-        total = 0
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                total += Path(str(self.path) + suffix).stat().st_size
-        return total
+        return ledger_db.size_bytes(self.path)
 
     # ---- writing: everything of one step in one transaction
     def begin(self) -> None:
