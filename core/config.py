@@ -664,37 +664,38 @@ def read_raw(path: Path) -> Any:
     through aliases past yamlsafe.MAX_EXPANDED (a billion laughs). A `*.json` file is read
     as JSON (what `up` writes for its children: they then never load the YAML parser, a
     MiB and a half of every process)."""
-    from agentwatch.core import bounded
-
+    text = _read_text(path)
     if path.suffix == ".json":
-        return _read_json(path)
+        return _parse_json(path, text)
     import yaml
 
     from agentwatch.core import yamlsafe
 
     try:
-        return yamlsafe.load(bounded.read_text(path, bounded.CONFIG_LIMIT))
-    except bounded.FileRefused as err:
-        raise ConfigError([f"{path}: cannot read: {str(err).removeprefix(f'{path}: ')}"]) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError([f"{path}: cannot read: {_reason(err)}"]) from None
+        return yamlsafe.load(text)
     except yamlsafe.YamlRefused as err:
         raise ConfigError([f"{path}: refused: {err}"]) from None
     except yaml.YAMLError as err:
         raise ConfigError([_capped(f"{path}: not valid YAML: {err}")]) from None
 
 
-def _read_json(path: Path) -> Any:
-    import json
-
+def _read_text(path: Path) -> str:
+    """The file's text, within CONFIG_LIMIT; ConfigError saying why it cannot be read."""
     from agentwatch.core import bounded
 
     try:
-        return json.loads(bounded.read_text(path, bounded.CONFIG_LIMIT))
+        return bounded.read_text(path, bounded.CONFIG_LIMIT)
     except bounded.FileRefused as err:
         raise ConfigError([f"{path}: cannot read: {str(err).removeprefix(f'{path}: ')}"]) from None
     except (OSError, UnicodeDecodeError) as err:
         raise ConfigError([f"{path}: cannot read: {_reason(err)}"]) from None
+
+
+def _parse_json(path: Path, text: str) -> Any:
+    import json
+
+    try:
+        return json.loads(text)
     except RecursionError:
         raise ConfigError([f"{path}: refused: JSON nested too deep"]) from None
     except ValueError as err:
