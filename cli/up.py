@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentwatch.cli import common, demo_story, locate, loopback, remote_write, stack
+from agentwatch.cli import common, demo_story, forked, locate, loopback, remote_write, stack
 from agentwatch.cli.exporter import spool_collector
 from agentwatch.controller import report
 from agentwatch.core import claude, config, paths, run_budget, single
@@ -57,6 +57,7 @@ STATUS_EVERY = 10.0
 SIGNALS = ("AgentwatchWatchdog", "AgentwatchErrorRatioLow")  # firing is their normal state
 STORY_EVERY = 2.0  # the demo's loop steps are looked for this often
 RESTART_DELAY = 2.0
+LOOP_EVERY = 1.0  # how often children are checked (and how long a stop request can wait)
 LOCK_FILE = locate.UP_LOCK  # in the state folder: one `up` per state folder
 
 
@@ -108,7 +109,7 @@ class Child:
     name: str
     argv: list[str]
     env: dict[str, str]
-    process: subprocess.Popen | None = None
+    process: subprocess.Popen | forked.Forked | None = None
     restarts: int = 0
     next_start: float = 0.0
     log_path: Path | None = field(default=None)
@@ -116,6 +117,13 @@ class Child:
 
     def start(self) -> None:
         assert self.log_path is not None
+        entry = forked.entry_of(self.argv)
+        if entry is not None and forked.can_fork():  # shares the modules `up` imported
+            module, args = entry
+            self.process = forked.start(
+                self.name, module, args, self.env, self.log_path, self.to_terminal
+            )
+            return
         handle = self.log_path.open("ab")
         self.process = subprocess.Popen(  # no shell: argv is a list
             self.argv, env=self.env, stdout=None if self.to_terminal else handle,
@@ -515,6 +523,7 @@ def _run_locked(args: argparse.Namespace, cfg: config.Config, state: Path, spool
     except remote_write.RemoteWriteError as err:
         print(f"agentwatch up: {err}", file=sys.stderr)
         return 2
+    forked.preload(forked.modules_for([child.argv for child in children]))
     for child in children:
         child.log_path = logs / f"{child.name}.log"
         child.start()
@@ -577,7 +586,7 @@ def _run_locked(args: argparse.Namespace, cfg: config.Config, state: Path, spool
                     parts.append(_decision_line(sentinel_state / "controller.json"))
                 print(time.strftime("%H:%M:%S"), " | ".join(parts), flush=True)
                 next_status = now + STATUS_EVERY
-            time.sleep(0.2)
+            time.sleep(LOOP_EVERY)
     finally:
         _stop_all(children)
     print("agentwatch stopped.")

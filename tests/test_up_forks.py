@@ -1,0 +1,93 @@
+"""`up` forks its own children (cli/forked.py): they share the modules `up` imported, never
+inherit its lock, and behave as `python -m agentwatch.cli ...` would."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import CLI, local_config
+
+ROOT = Path(__file__).resolve().parents[1]
+FORK_ONE = """
+import sys
+from pathlib import Path
+from agentwatch.cli import forked
+log = Path(sys.argv[1])
+child = forked.start("probe", sys.argv[2], sys.argv[3:], {"PATH": "/usr/bin:/bin"}, log)
+print(child.wait(timeout=60))
+"""
+
+
+def fork_one(tmp_path: Path, module: str, *args: str) -> tuple[int, str]:
+    """Fork `module.main(args)` from a fresh one-thread interpreter: its status and log."""
+    log = tmp_path / "child.log"
+    ran = subprocess.run(
+        [sys.executable, "-c", FORK_ONE, str(log), module, *args],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return int(ran.stdout.strip().splitlines()[-1]), log.read_text()
+
+
+def test_a_forked_command_writes_its_log_and_exits_with_its_status(tmp_path: Path) -> None:
+    code, log = fork_one(tmp_path, "agentwatch.cli.entry", "--version")
+    assert code == 0 and log.startswith("agentwatch ")
+    code, log = fork_one(tmp_path, "agentwatch.cli.entry", "no-such-command")
+    assert code == 2 and "invalid choice" in log  # argparse's usage error, its status
+
+
+def test_only_agentwatch_commands_are_forked() -> None:
+    from agentwatch.cli import forked
+
+    args = ["--config", "c.json", "sentinel", "footprint"]
+    assert forked.entry_of([sys.executable, "-m", "agentwatch.cli", *args]) == (
+        "agentwatch.cli.entry",
+        args,
+    )
+    assert forked.entry_of(["/usr/bin/prometheus", "--config.file=p.yml"]) is None
+    assert forked.entry_of([sys.executable, "-m", "agentwatch.demo.workload", "x"]) is None
+    assert "agentwatch.sentinels.footprint.main" in forked.modules_for(
+        [[sys.executable, "-m", "agentwatch.cli", *args]]
+    )
+
+
+@pytest.mark.slow
+def test_up_children_are_forked_share_pages_and_never_hold_its_lock(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+    state, spool = tmp_path / "state", tmp_path / "spool"
+    process = subprocess.Popen(
+        [*CLI, "--config", str(local_config(tmp_path)), "up", "--no-demo", "--no-stack",
+         "--state-dir", str(state), "--spool-dir", str(spool)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        up = psutil.Process(process.pid)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (spool / "footprint.prom").exists():
+            time.sleep(0.5)
+        assert (spool / "footprint.prom").exists(), "the forked footprint sentinel wrote nothing"
+        children = {child.name(): child for child in up.children()}
+        assert {"exporter", "footprint", "token-ledger", "resources"} <= set(children)
+        lock = str(state / "up.lock")
+        for name, child in children.items():
+            assert child.cmdline() == up.cmdline(), f"{name} was started anew, not forked"
+            assert lock not in [opened.path for opened in child.open_files()], name
+            rollup = Path(f"/proc/{child.pid}/smaps_rollup").read_text().split()
+            pss, rss = (int(rollup[rollup.index(key) + 1]) for key in ("Pss:", "Rss:"))
+            assert pss < 0.7 * rss, f"{name}: PSS {pss} of RSS {rss} kB, its pages not shared"
+    finally:
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    assert process.returncode == 0, output
+    assert "agentwatch stopped." in output
+    assert all(not child.is_running() for child in children.values())
