@@ -212,8 +212,39 @@ def _no_constant(name: str) -> Any:
     raise _Reject("not json")
 
 
-_CHECKING = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_no_constant)
-_PLAIN = json.JSONDecoder(parse_constant=_no_constant)
+class _Huge:
+    """A JSON number past float64's range (1e400, or an integer above about 1.8e308):
+    serde_json fails a message on one inside a field it reads, and skips one elsewhere."""
+
+
+_HUGE = _Huge()
+
+
+def _float(text: str) -> float | _Huge:
+    value = float(text)  # correctly rounded, as serde_json's; inf when it overflows
+    return _HUGE if math.isinf(value) else value
+
+
+def _int(text: str) -> int | _Huge:
+    # below 300 characters an integer is far inside float64's range (and int() is cheap)
+    return int(text) if len(text) < 300 or not math.isinf(float(text)) else _HUGE
+
+
+def _huge(value: Any) -> bool:
+    """Is there a number past float64's range in this value?"""
+    if value is _HUGE:
+        return True
+    if isinstance(value, dict):
+        return any(_huge(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_huge(item) for item in value)
+    return False
+
+
+_CHECKING = json.JSONDecoder(
+    object_pairs_hook=_pairs, parse_constant=_no_constant, parse_float=_float, parse_int=_int
+)
+_PLAIN = json.JSONDecoder(parse_constant=_no_constant, parse_float=_float, parse_int=_int)
 
 
 def _may_repeat(text: str, declared: frozenset[str]) -> bool:
@@ -276,6 +307,8 @@ def _decode(
         raise _Reject("not an object")
     if getattr(value, "duplicates", frozenset()) & declared:
         raise _Reject("duplicate field")
+    if any(_huge(value.get(key)) for key in declared):  # orjson refuses these: never fast
+        raise _Reject("number out of range")
     if "\\u" in text:  # only an escape can make a lone surrogate
         for key in strings:
             if isinstance(value.get(key), str) and _lone_surrogate(value[key]):
@@ -316,10 +349,12 @@ def _object(value: Any) -> dict[str, Any] | None:
 
 
 def _cost(value: Any) -> float | None:
-    """A stated cost ccusage uses: a positive finite JSON number."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    """A stated cost ccusage uses: a positive finite JSON number (a bool is not one; an
+    integer is in float64's range, or the message was rejected)."""
+    kind = type(value)
+    if kind is float or kind is int:
         cost = float(value)
-        if math.isfinite(cost) and cost > 0:
+        if 0 < cost < math.inf:
             return cost
     return None
 
