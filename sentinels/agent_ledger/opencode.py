@@ -504,13 +504,19 @@ _UNUSUAL = _Unusual()
 
 
 def _common(
-    message: dict[str, Any], ident: str, session: str, projects: dict[str, str]
+    message: dict[str, Any],
+    ident: str,
+    session: str,
+    names: dict[str, str],
+    projects: dict[str, str],
 ) -> OpenCodeUsage | _Unusual | None:
     """`_entry` for a `message` row in the shape OpenCode writes, with the values for which
     its rules are the identity: every token count an int from 0 to u64 (`_count(v) == v`),
     `total` no more than the parts, `time.created` an int from 1 ms to the year 9999
     (`_millis(v) == v`, no reject), modelID and providerID strings. Anything else is
-    _UNUSUAL and goes to `_entry`, so each rule has one implementation to test."""
+    _UNUSUAL and goes to `_entry`, so each rule has one implementation to test. `names`
+    and `projects` keep what a model or provider string, and a cwd, become (a few
+    distinct values in many rows)."""
     tokens = message.get("tokens")
     if type(tokens) is not dict:
         return None
@@ -544,8 +550,13 @@ def _common(
         or not 0 < created <= _MAX_TIMESTAMP_MS
     ):
         return _UNUSUAL
-    model, provider = model.strip(), provider.strip()
-    if not model or not provider:
+    model_name = names.get(model)
+    if model_name is None:
+        model_name = names[model] = sys.intern(model.strip())
+    provider_name = names.get(provider)
+    if provider_name is None:
+        provider_name = names[provider] = sys.intern(provider.strip())
+    if not model_name or not provider_name:
         return None
     path = message.get("path")
     cwd = path.get("cwd") if type(path) is dict else None
@@ -556,8 +567,8 @@ def _common(
     else:
         project = ""
     return _usage(
-        f"{AGENT}:{ident}", created / 1000, session, project, sys.intern(model), fresh,
-        output, read, write, _cost(message.get("cost")), sys.intern(provider), extra,
+        f"{AGENT}:{ident}", created / 1000, session, project, model_name, fresh, output,
+        read, write, _cost(message.get("cost")), provider_name, extra,
     )  # fmt: skip
 
 
@@ -592,6 +603,7 @@ def _read_database(db: Path, result: ReadResult, seen: set[str], ids: set[str]) 
     entries = result.entries
     loads, dumps, decode_error = orjson.loads, orjson.dumps, orjson.JSONDecodeError
     sessions: dict[bytes, str] = {}
+    names: dict[str, str] = {}
     projects: dict[str, str] = {}
     try:
         if _table(connection, "message"):
@@ -616,7 +628,7 @@ def _read_database(db: Path, result: ReadResult, seen: set[str], ids: set[str]) 
                     except decode_error:
                         message = None
                     if type(message) is dict and dumps(message) == data:
-                        entry = _common(message, ident_text, session_text, projects)
+                        entry = _common(message, ident_text, session_text, names, projects)
                 if entry is _UNUSUAL:
                     entry, row_id = _by_rules(db, index, ident, session, data, result)
                 else:
