@@ -847,36 +847,51 @@ def _pricer(rates: Mapping[str, Any]) -> _Pricer:
     order, so the same float, for (input, output, cache_read, cache_write) tokens."""
     tier = rates.get("above") or {}
     threshold = int(tier.get("threshold", 200_000))
-    bases = tuple(rates.get(kind) for kind in _CLASSES)
-    aboves = tuple(tier.get(kind) for kind in _CLASSES)
+    base_in, base_out, base_read, base_write = (rates.get(kind) for kind in _CLASSES)
     if tier.get("mode") == "per_class":
+        # (rate per token, rate above the threshold or None); None when unpriced
+        classes = tuple(
+            None if base is None else (base / 1e6, None if above is None else above / 1e6)
+            for base, above in ((rates.get(kind), tier.get(kind)) for kind in _CLASSES)
+        )
 
         def per_class(fresh: int, output: int, read: int, write: int) -> float | None:
             total = 0.0
-            for tokens, base, above in zip(
-                (fresh, output, read, write), bases, aboves, strict=True
-            ):
-                if tokens == 0:
-                    continue
-                if base is None:
-                    return None
-                above_rate = None if above is None else above / 1e6
-                total += _tiered(tokens, base / 1e6, above_rate, threshold)
+            for tokens, rate in zip((fresh, output, read, write), classes, strict=True):
+                if tokens:
+                    if rate is None:
+                        return None
+                    total += _tiered(tokens, rate[0], rate[1], threshold)
             return total
 
         return per_class
     by_request = tier.get("mode") == "request"
+    # the rate a long request pays: the tier's where it has one
+    longs: tuple[Any, ...] = tuple(
+        base if tier.get(kind) is None else tier.get(kind)
+        for base, kind in zip((base_in, base_out, base_read, base_write), _CLASSES, strict=True)
+    )
+    long_in, long_out, long_read, long_write = longs
 
     def flat(fresh: int, output: int, read: int, write: int) -> float | None:
         long_request = by_request and fresh + read + write > threshold
         total = 0.0
-        for tokens, base, above in zip((fresh, output, read, write), bases, aboves, strict=True):
-            if tokens == 0:
-                continue
-            if base is None:
+        if fresh:
+            if base_in is None:
                 return None
-            rate = above if long_request and above is not None else base
-            total += tokens * rate / 1e6
+            total += fresh * (long_in if long_request else base_in) / 1e6
+        if output:
+            if base_out is None:
+                return None
+            total += output * (long_out if long_request else base_out) / 1e6
+        if read:
+            if base_read is None:
+                return None
+            total += read * (long_read if long_request else base_read) / 1e6
+        if write:
+            if base_write is None:
+                return None
+            total += write * (long_write if long_request else base_write) / 1e6
         return total
 
     return flat

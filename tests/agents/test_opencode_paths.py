@@ -215,7 +215,14 @@ def test_the_fast_record_is_the_dataclass_record() -> None:
 def test_compiled_pricers_give_the_rule_s_floats() -> None:
     counts = [0, 1, 999, 150_000, 199_999, 200_000, 200_001, 250_000, 1_000_000]
     tables = [*opencode._table_of_prices().values()]
-    tables += [{"input": 1.0, "output": 2.0}, {"input": 3.0, "above": {"mode": "request"}}]
+    tables += [
+        {"input": 1.0, "output": 2.0},
+        {"input": 3.0, "above": {"mode": "request"}},
+        {"input": 1.0, "cache_read": 0.1, "above": {"mode": "request", "input": 2.0}},
+        {"output": 4.0, "cache_write": 1.25, "above": {"mode": "per_class", "output": 6.0}},
+        {"input": 0.3, "output": 0.7, "above": {"mode": "per_class", "threshold": 999}},
+        {"input": 0.0, "output": 1.0, "cache_read": 0.0, "cache_write": 0.0},
+    ]
     for rates in tables:
         pricer = opencode._pricer(rates)
         for fresh, output, read, write in itertools.product(counts, repeat=4):
