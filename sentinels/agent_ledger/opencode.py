@@ -372,6 +372,14 @@ class _Source(NamedTuple):
     created: int | None = None  # v2 rows: the time_created column
 
 
+def _beyond_parts(output: int, extra: int, missing: int) -> tuple[int, int]:
+    """(output, extra) with a `total` that is `missing` tokens beyond the parts: they are
+    the output when it is 0, else more extra."""
+    if output == 0:
+        return missing, extra
+    return output, extra + missing
+
+
 def _entry(message: Mapping[str, Any], source: _Source, v2: bool) -> OpenCodeUsage | None:
     """One message as ccusage maps it, or None when ccusage skips it silently."""
     tokens = _object(message.get("tokens"))
@@ -383,10 +391,7 @@ def _entry(message: Mapping[str, Any], source: _Source, v2: bool) -> OpenCodeUsa
     extra = _count(tokens.get("reasoning"))
     missing = _count(tokens.get("total")) - (fresh + output + read + write + extra)
     if missing > 0:
-        if output == 0:
-            output = missing
-        else:
-            extra += missing
+        output, extra = _beyond_parts(output, extra, missing)
     if fresh == output == read == write == extra == 0:
         return None
     model, provider = _model(message, v2)
@@ -512,7 +517,7 @@ def _common(
 ) -> OpenCodeUsage | _Unusual | None:
     """`_entry` for a `message` row in the shape OpenCode writes, with the values for which
     its rules are the identity: every token count an int from 0 to u64 (`_count(v) == v`),
-    `total` no more than the parts, `time.created` an int from 1 ms to the year 9999
+    `time.created` an int from 1 ms to the year 9999
     (`_millis(v) == v`, no reject), modelID and providerID strings. Anything else is
     _UNUSUAL and goes to `_entry`, so each rule has one implementation to test. `names`
     and `projects` keep what a model or provider string, and a cwd, become (a few
@@ -535,9 +540,11 @@ def _common(
         and type(extra) is int
         and type(total) is int
         and 0 <= (fresh | output | read | write | extra | total) <= _U64_MAX
-        and total <= fresh + output + read + write + extra
     ):
         return _UNUSUAL
+    missing = total - (fresh + output + read + write + extra)
+    if missing > 0:
+        output, extra = _beyond_parts(output, extra, missing)
     if fresh == output == read == write == extra == 0:
         return None
     model, provider = message.get("modelID"), message.get("providerID")
