@@ -20,7 +20,7 @@ import os
 import re
 import sqlite3
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
@@ -69,7 +69,42 @@ class OpenCodeUsage(AgentUsage):
 
     def counts(self) -> tuple[int, ...]:
         """The four types and `extra`, which is priced too: bounded like them."""
-        return (*AgentUsage.counts(self), self.extra)
+        return (self.input, self.output, self.cache_read, self.cache_creation, self.extra)
+
+
+_FIELDS = (
+    "agent", "key", "timestamp", "session", "project", "model", "input", "output",
+    "cache_read", "cache_creation", "cost_usd", "provider", "extra",
+)  # fmt: skip
+(_S_AGENT, _S_KEY, _S_TIME, _S_SESSION, _S_PROJECT, _S_MODEL, _S_INPUT, _S_OUTPUT, _S_READ,
+ _S_WRITE, _S_COST, _S_PROVIDER, _S_EXTRA) = (
+    getattr(OpenCodeUsage, name).__set__ for name in _FIELDS
+)  # fmt: skip
+_new = object.__new__
+
+
+def _usage(
+    key: str, timestamp: float, session: str, project: str, model: str, fresh: int,
+    output: int, read: int, write: int, cost: float | None, provider: str, extra: int,
+) -> OpenCodeUsage:  # fmt: skip
+    """The same record as OpenCodeUsage(agent=AGENT, ...), its slots filled directly: the
+    frozen dataclass's __init__ makes one object.__setattr__ call per field, 3x the cost,
+    and a large database has a few hundred thousand of them."""
+    usage = _new(OpenCodeUsage)
+    _S_AGENT(usage, AGENT)
+    _S_KEY(usage, key)
+    _S_TIME(usage, timestamp)
+    _S_SESSION(usage, session)
+    _S_PROJECT(usage, project)
+    _S_MODEL(usage, model)
+    _S_INPUT(usage, fresh)
+    _S_OUTPUT(usage, output)
+    _S_READ(usage, read)
+    _S_WRITE(usage, write)
+    _S_COST(usage, cost)
+    _S_PROVIDER(usage, provider)
+    _S_EXTRA(usage, extra)
+    return usage
 
 
 class _Reject(Exception):
@@ -177,8 +212,39 @@ def _no_constant(name: str) -> Any:
     raise _Reject("not json")
 
 
-_CHECKING = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_no_constant)
-_PLAIN = json.JSONDecoder(parse_constant=_no_constant)
+class _Huge:
+    """A JSON number past float64's range (1e400, or an integer above about 1.8e308):
+    serde_json fails a message on one inside a field it reads, and skips one elsewhere."""
+
+
+_HUGE = _Huge()
+
+
+def _float(text: str) -> float | _Huge:
+    value = float(text)  # correctly rounded, as serde_json's; inf when it overflows
+    return _HUGE if math.isinf(value) else value
+
+
+def _int(text: str) -> int | _Huge:
+    # below 300 characters an integer is far inside float64's range (and int() is cheap)
+    return int(text) if len(text) < 300 or not math.isinf(float(text)) else _HUGE
+
+
+def _huge(value: Any) -> bool:
+    """Is there a number past float64's range in this value?"""
+    if value is _HUGE:
+        return True
+    if isinstance(value, dict):
+        return any(_huge(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_huge(item) for item in value)
+    return False
+
+
+_CHECKING = json.JSONDecoder(
+    object_pairs_hook=_pairs, parse_constant=_no_constant, parse_float=_float, parse_int=_int
+)
+_PLAIN = json.JSONDecoder(parse_constant=_no_constant, parse_float=_float, parse_int=_int)
 
 
 def _may_repeat(text: str, declared: frozenset[str]) -> bool:
@@ -241,6 +307,8 @@ def _decode(
         raise _Reject("not an object")
     if getattr(value, "duplicates", frozenset()) & declared:
         raise _Reject("duplicate field")
+    if any(_huge(value.get(key)) for key in declared):  # orjson refuses these: never fast
+        raise _Reject("number out of range")
     if "\\u" in text:  # only an escape can make a lone surrogate
         for key in strings:
             if isinstance(value.get(key), str) and _lone_surrogate(value[key]):
@@ -281,10 +349,12 @@ def _object(value: Any) -> dict[str, Any] | None:
 
 
 def _cost(value: Any) -> float | None:
-    """A stated cost ccusage uses: a positive finite JSON number."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
+    """A stated cost ccusage uses: a positive finite JSON number (a bool is not one; an
+    integer is in float64's range, or the message was rejected)."""
+    kind = type(value)
+    if kind is float or kind is int:
         cost = float(value)
-        if math.isfinite(cost) and cost > 0:
+        if 0 < cost < math.inf:
             return cost
     return None
 
@@ -302,6 +372,14 @@ class _Source(NamedTuple):
     created: int | None = None  # v2 rows: the time_created column
 
 
+def _beyond_parts(output: int, extra: int, missing: int) -> tuple[int, int]:
+    """(output, extra) with a `total` that is `missing` tokens beyond the parts: they are
+    the output when it is 0, else more extra."""
+    if output == 0:
+        return missing, extra
+    return output, extra + missing
+
+
 def _entry(message: Mapping[str, Any], source: _Source, v2: bool) -> OpenCodeUsage | None:
     """One message as ccusage maps it, or None when ccusage skips it silently."""
     tokens = _object(message.get("tokens"))
@@ -313,10 +391,7 @@ def _entry(message: Mapping[str, Any], source: _Source, v2: bool) -> OpenCodeUsa
     extra = _count(tokens.get("reasoning"))
     missing = _count(tokens.get("total")) - (fresh + output + read + write + extra)
     if missing > 0:
-        if output == 0:
-            output = missing
-        else:
-            extra += missing
+        output, extra = _beyond_parts(output, extra, missing)
     if fresh == output == read == write == extra == 0:
         return None
     model, provider = _model(message, v2)
@@ -403,40 +478,182 @@ def _table(connection: sqlite3.Connection, table: str) -> bool:
     return connection.execute(query, (table,)).fetchone() is not None
 
 
-def _database_messages(db: Path, result: ReadResult) -> Iterator[tuple[bytes | str, _Source, bool]]:
-    """The rows ccusage reads: `message` (id, session_id, data), then `session_message`
-    rows of type 'assistant'; rows with a NULL or non-text column are skipped."""
+def _session_messages(
+    connection: sqlite3.Connection, db: Path
+) -> Iterator[tuple[bytes | str, _Source, bool]]:
+    """The `session_message` rows of type 'assistant' (the planned schema); rows with a NULL
+    or non-text column are skipped."""
+    if not _table(connection, "session_message") or not {"id", "session_id", "type", "data"} <= (
+        columns := _columns(connection, "session_message")
+    ):
+        return
+    created = "time_created" if "time_created" in columns else "NULL"
+    query = f"SELECT id, session_id, type, data, {created} FROM session_message"
+    for index, (ident, session, kind, data, made) in enumerate(connection.execute(query)):
+        ident_text, session_text = _column_text(ident), _column_text(session)
+        text = _column_text(data)
+        if ident_text is None or session_text is None or text is None:
+            continue
+        if _column_text(kind) != "assistant":
+            continue
+        stamp = int(made) if isinstance(made, int | float) and math.isfinite(made) else 0
+        source = _Source(ident_text or None, session_text, f"{db}#s{index}", stamp)
+        yield data if type(data) is bytes else text, source, True
+
+
+class _Unusual:
+    """`_common`'s answer for a message it does not decide: `_entry` decides it."""
+
+
+_UNUSUAL = _Unusual()
+
+
+def _common(
+    message: dict[str, Any],
+    ident: str,
+    session: str,
+    names: dict[str, str],
+    projects: dict[str, str],
+) -> OpenCodeUsage | _Unusual | None:
+    """`_entry` for a `message` row in the shape OpenCode writes, with the values for which
+    its rules are the identity: every token count an int from 0 to u64 (`_count(v) == v`),
+    `time.created` an int from 1 ms to the year 9999
+    (`_millis(v) == v`, no reject), modelID and providerID strings. Anything else is
+    _UNUSUAL and goes to `_entry`, so each rule has one implementation to test. `names`
+    and `projects` keep what a model or provider string, and a cwd, become (a few
+    distinct values in many rows)."""
+    tokens = message.get("tokens")
+    if type(tokens) is not dict:
+        return None
+    cache_block = tokens.get("cache")
+    if type(cache_block) is dict:
+        read, write = cache_block.get("read", 0), cache_block.get("write", 0)
+    else:
+        read = write = 0
+    fresh, output = tokens.get("input", 0), tokens.get("output", 0)
+    extra, total = tokens.get("reasoning", 0), tokens.get("total", 0)
+    if not (
+        type(fresh) is int
+        and type(output) is int
+        and type(read) is int
+        and type(write) is int
+        and type(extra) is int
+        and type(total) is int
+        and 0 <= (fresh | output | read | write | extra | total) <= _U64_MAX
+    ):
+        return _UNUSUAL
+    missing = total - (fresh + output + read + write + extra)
+    if missing > 0:
+        output, extra = _beyond_parts(output, extra, missing)
+    if fresh == output == read == write == extra == 0:
+        return None
+    model, provider = message.get("modelID"), message.get("providerID")
+    time_block = message.get("time")
+    created = time_block.get("created") if type(time_block) is dict else None
+    if (
+        type(model) is not str
+        or type(provider) is not str
+        or type(created) is not int
+        or not 0 < created <= _MAX_TIMESTAMP_MS
+    ):
+        return _UNUSUAL
+    model_name = names.get(model)
+    if model_name is None:
+        model_name = names[model] = sys.intern(model.strip())
+    provider_name = names.get(provider)
+    if provider_name is None:
+        provider_name = names[provider] = sys.intern(provider.strip())
+    if not model_name or not provider_name:
+        return None
+    path = message.get("path")
+    cwd = path.get("cwd") if type(path) is dict else None
+    if type(cwd) is str:
+        project = projects.get(cwd)
+        if project is None:
+            project = projects[cwd] = _folder_name(cwd)
+    else:
+        project = ""
+    return _usage(
+        f"{AGENT}:{ident}", created / 1000, session, project, model_name, fresh, output,
+        read, write, _cost(message.get("cost")), provider_name, extra,
+    )  # fmt: skip
+
+
+def _by_rules(
+    db: Path, index: int, ident: Any, session: Any, data: Any, result: ReadResult
+) -> tuple[OpenCodeUsage | None, str | None]:
+    """A `message` row read through `_parse` (the rules), with its id when it has one."""
+    ident_text, session_text = _column_text(ident), _column_text(session)
+    text = _column_text(data)
+    if ident_text is None or session_text is None or text is None:
+        return None, None
+    # valid UTF-8 bytes go on as bytes: what the orjson path (_fast) takes
+    source = _Source(ident_text or None, session_text, f"{db}#m{index}")
+    return _parse(data if type(data) is bytes else text, source, False, result), source.id
+
+
+def _read_database(db: Path, result: ReadResult, seen: set[str], ids: set[str]) -> None:
+    """The rows ccusage reads, in its order: `message` (id, session_id, data), then
+    `session_message` rows of type 'assistant'; rows with a NULL or non-text column are
+    skipped. Entries whose key is not in `seen` are added to both; the ids of the rows that
+    gave an entry go to `ids` (ccusage skips legacy files named after them).
+
+    A `message` row whose data orjson parses and writes back byte for byte (what OpenCode,
+    through JSON.stringify, writes) cannot repeat a field, escape a name or hold a lone
+    surrogate, so `_common` maps it; every other row goes through `_parse`, which applies
+    the strict rules."""
     try:
         connection = _open(db)
     except sqlite3.Error:
         result.reject("database unreadable")
         return
+    entries = result.entries
+    loads, dumps, decode_error = orjson.loads, orjson.dumps, orjson.JSONDecodeError
+    sessions: dict[bytes, str] = {}
+    names: dict[str, str] = {}
+    projects: dict[str, str] = {}
     try:
         if _table(connection, "message"):
             cursor = connection.execute("SELECT id, session_id, data FROM message")
             for index, (ident, session, data) in enumerate(cursor):
-                ident_text, session_text = _column_text(ident), _column_text(session)
-                text = _column_text(data)
-                if ident_text is None or session_text is None or text is None:
-                    continue
-                # valid UTF-8 bytes go on as bytes: what the orjson path (_fast) takes
-                raw = data if type(data) is bytes else text
-                yield raw, _Source(ident_text or None, session_text, f"{db}#m{index}"), False
-        if _table(connection, "session_message") and {"id", "session_id", "type", "data"} <= (
-            columns := _columns(connection, "session_message")
-        ):
-            created = "time_created" if "time_created" in columns else "NULL"
-            query = f"SELECT id, session_id, type, data, {created} FROM session_message"
-            for index, (ident, session, kind, data, made) in enumerate(connection.execute(query)):
-                ident_text, session_text = _column_text(ident), _column_text(session)
-                text = _column_text(data)
-                if ident_text is None or session_text is None or text is None:
-                    continue
-                if _column_text(kind) != "assistant":
-                    continue
-                stamp = int(made) if isinstance(made, int | float) and math.isfinite(made) else 0
-                source = _Source(ident_text or None, session_text, f"{db}#s{index}", stamp)
-                yield data if type(data) is bytes else text, source, True
+                entry: OpenCodeUsage | _Unusual | None = _UNUSUAL
+                if (
+                    type(ident) is bytes
+                    and ident
+                    and type(session) is bytes
+                    and type(data) is bytes
+                ):
+                    try:
+                        ident_text = ident.decode()
+                        session_text = sessions.get(session)
+                        if session_text is None:
+                            session_text = sessions[session] = sys.intern(session.decode())
+                    except UnicodeDecodeError:
+                        continue
+                    try:
+                        message = loads(data)
+                    except decode_error:
+                        message = None
+                    if type(message) is dict and dumps(message) == data:
+                        entry = _common(message, ident_text, session_text, names, projects)
+                if entry is _UNUSUAL:
+                    entry, row_id = _by_rules(db, index, ident, session, data, result)
+                else:
+                    row_id = ident_text
+                if isinstance(entry, OpenCodeUsage):
+                    if row_id:
+                        ids.add(row_id)
+                    if entry.key not in seen:
+                        seen.add(entry.key)
+                        entries.append(entry)
+        for data, source, v2 in _session_messages(connection, db):
+            found = _parse(data, source, v2, result)
+            if found is not None:
+                if source.id:
+                    ids.add(source.id)
+                if found.key not in seen:
+                    seen.add(found.key)
+                    entries.append(found)
     except sqlite3.Error:
         result.reject("database unreadable")
     finally:
@@ -488,12 +705,7 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
 
     for path in paths:
         if path.suffix == ".db":
-            ids = db_ids.setdefault(path.parent, set())
-            for data, source, v2 in _database_messages(path, result):
-                entry = _parse(data, source, v2, result)
-                if entry is not None and source.id:
-                    ids.add(source.id)
-                keep(entry)
+            _read_database(path, result, seen, db_ids.setdefault(path.parent, set()))
             continue
         if path.stem in _message_root(path, db_ids):
             continue
@@ -633,32 +845,85 @@ def find(table: Mapping[str, Any], model: str) -> Any:
     return table[min(found, key=lambda key: (-len(key.encode()), key.encode()))]
 
 
-_RATES: dict[tuple[str, str], tuple[Any, ...]] = {}  # (model, provider) -> _rates
+_Pricer = Callable[[int, int, int, int], float | None]
+_RATES: dict[tuple[str, str], tuple[_Pricer, ...]] = {}  # (model, provider) -> _rates
 
 
-def _rates(model: str, provider: str) -> tuple[Any, ...]:
-    """The table's rates for each of the names ccusage tries, in its order: looked up once
-    per model and provider (`find` scans the whole table)."""
-    rates = _RATES.get((model, provider))
-    if rates is None:
+def _pricer(rates: Mapping[str, Any]) -> _Pricer:
+    """`_cost_of` at these rates, its look-ups done once: the same operations in the same
+    order, so the same float, for (input, output, cache_read, cache_write) tokens."""
+    tier = rates.get("above") or {}
+    threshold = int(tier.get("threshold", 200_000))
+    base_in, base_out, base_read, base_write = (rates.get(kind) for kind in _CLASSES)
+    if tier.get("mode") == "per_class":
+        # (rate per token, rate above the threshold or None); None when unpriced
+        classes = tuple(
+            None if base is None else (base / 1e6, None if above is None else above / 1e6)
+            for base, above in ((rates.get(kind), tier.get(kind)) for kind in _CLASSES)
+        )
+
+        def per_class(fresh: int, output: int, read: int, write: int) -> float | None:
+            total = 0.0
+            for tokens, rate in zip((fresh, output, read, write), classes, strict=True):
+                if tokens:
+                    if rate is None:
+                        return None
+                    total += _tiered(tokens, rate[0], rate[1], threshold)
+            return total
+
+        return per_class
+    by_request = tier.get("mode") == "request"
+    # the rate a long request pays: the tier's where it has one
+    longs: tuple[Any, ...] = tuple(
+        base if tier.get(kind) is None else tier.get(kind)
+        for base, kind in zip((base_in, base_out, base_read, base_write), _CLASSES, strict=True)
+    )
+    long_in, long_out, long_read, long_write = longs
+
+    def flat(fresh: int, output: int, read: int, write: int) -> float | None:
+        long_request = by_request and fresh + read + write > threshold
+        total = 0.0
+        if fresh:
+            if base_in is None:
+                return None
+            total += fresh * (long_in if long_request else base_in) / 1e6
+        if output:
+            if base_out is None:
+                return None
+            total += output * (long_out if long_request else base_out) / 1e6
+        if read:
+            if base_read is None:
+                return None
+            total += read * (long_read if long_request else base_read) / 1e6
+        if write:
+            if base_write is None:
+                return None
+            total += write * (long_write if long_request else base_write) / 1e6
+        return total
+
+    return flat
+
+
+def _rates(model: str, provider: str) -> tuple[_Pricer, ...]:
+    """A pricer for each of the names ccusage tries that the table has, in its order:
+    looked up once per model and provider (`find` scans the whole table)."""
+    pricers = _RATES.get((model, provider))
+    if pricers is None:
         table = _table_of_prices()
         found = (find(table, name) for name in candidates(model, provider))
-        rates = _RATES[model, provider] = tuple(r for r in found if r is not None)
-    return rates
+        pricers = _RATES[model, provider] = tuple(_pricer(r) for r in found if r is not None)
+    return pricers
 
 
 def price(entry: AgentUsage) -> float | None:
     """USD for an entry from opencode_prices.json (the providers' published rates), for
     entries without a stated cost; None for models the table does not price."""
-    provider = getattr(entry, "provider", "")
-    counts = {
-        "input": entry.input,
-        "output": entry.output + getattr(entry, "extra", 0),
-        "cache_read": entry.cache_read,
-        "cache_write": entry.cache_creation,
-    }
-    for rates in _rates(entry.model, provider):
-        cost = _cost_of(rates, counts)
+    pricers = _RATES.get((entry.model, getattr(entry, "provider", "")))
+    if pricers is None:
+        pricers = _rates(entry.model, getattr(entry, "provider", ""))
+    output = entry.output + getattr(entry, "extra", 0)
+    for pricer in pricers:
+        cost = pricer(entry.input, output, entry.cache_read, entry.cache_creation)
         if cost is not None and cost > 0:
             return cost
     return None

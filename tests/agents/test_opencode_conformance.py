@@ -22,7 +22,6 @@ import sqlite3
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -202,6 +201,35 @@ def test_dates_past_year_9999_are_rejected_not_raised(tmp_path: Path) -> None:
     assert result.rejects == {"timestamp out of range": 1}
 
 
+def test_numbers_past_float64_fail_a_message_only_in_the_fields_ccusage_reads(
+    tmp_path: Path,
+) -> None:
+    """serde_json fails a message on a number it converts that overflows float64 (1e400,
+    an integer of 400 digits) and skips one in a field it ignores. Such numbers once
+    raised OverflowError out of the reader (a stated cost of 400 digits)."""
+    case, root = corpus.single(tmp_path)
+    db = root.db()
+    big = "1" + "0" * 400
+    cases = [
+        ("tokens", "input", big), ("cost", None, big), ("cost", None, "-" + big),
+        ("cost", None, "1e400"), ("tokens", "input", "1e400"), ("tokens", "junk", "1e400"),
+        ("time", "x", "-1e400"), ("sessionID", None, "1e400"), ("summary", None, "1e400"),
+        ("path", "n", "-" + big), ("extra", None, "9" * 5000), ("cost", None, "1e30"),
+        ("cost", None, "17976931348623157e292"), ("cost", None, "17976931348623159e292"),
+    ]  # fmt: skip
+    for day, (field, inner, number) in enumerate(cases, start=1):
+        message = corpus.assistant(None, corpus.at(day), corpus.tokens(10 + day, 1))
+        if inner is not None:
+            message[field] = {**(message.get(field) or {}), inner: "@"}
+        else:
+            message[field] = "@"
+        db.message(f"msg_h{day}", corpus.dumps(message).replace('"@"', number))
+    db.close()
+    result = assert_conforms(case)
+    assert sorted(entry.input for entry in result.entries) == [19, 20, 21, 22, 23]
+    assert result.rejects == {"number out of range": 9}
+
+
 # ------------------------------------------------------------------------- restart safety
 
 
@@ -300,15 +328,8 @@ def _mutations() -> Iterator[tuple[str, str, Mutation]]:
         )
 
     def no_total_fallback(mp: pytest.MonkeyPatch) -> None:
-        real = opencode._entry
-
-        def entry(message: Any, source: Any, v2: bool) -> Any:
-            tok = message.get("tokens")
-            if isinstance(tok, dict) and "total" in tok:
-                message = {**message, "tokens": {k: v for k, v in tok.items() if k != "total"}}
-            return real(message, source, v2)
-
-        mp.setattr(opencode, "_entry", entry)
+        # the rule's one implementation, which _entry and the lean path (_common) call
+        mp.setattr(opencode, "_beyond_parts", lambda output, extra, missing: (output, extra))
 
     def no_stem_skip(mp: pytest.MonkeyPatch) -> None:
         mp.setattr(opencode, "_message_root", lambda path, ids: set())
