@@ -12,10 +12,11 @@ uses, run the same way; `--pairs` pairs of one run each (pairs.py, order alterna
 p50/p99/max latency, answers, timeouts and errors of every run, each side's median (min-max),
 the per-pair ratios and the load average; `--baseline REF` measures the exporter of that git
 ref the same way once. Exit 1 when a scrape of ours failed, our median p99 is over
-`--target-p99` seconds (5), or the median per-pair p99 ratio ours / node_exporter is over 1.0;
-2 when node_exporter is missing (`scripts/setup --test`). node_exporter answers 503 past its
-default 40 requests in flight: those count as its errors, and its p99 is that of what it
-answered.
+`--target-p99` seconds (5), or the median per-pair ratio ours / node_exporter of `p99_all` is
+over 1.0: the p99 with every failed scrape counted at the 10 s timeout (lost data, as
+Prometheus sees it; the p99 of the answered scrapes alone is printed too, but a side that
+answers nothing has none); 2 when node_exporter is missing (`scripts/setup --test`).
+node_exporter answers 503 past its default 40 requests in flight: those count as its errors.
 
     .venv/bin/python bench/bench_scrape_flight.py [--scrapers 200] [--pairs 3] [--baseline main]
 """
@@ -126,7 +127,15 @@ async def _run(
         "p99": pct(0.99),
         "max": latencies[-1] if latencies else 0.0,
         "mean": statistics.fmean(latencies) if latencies else 0.0,
+        "p99_all": p99_with_failures(latencies, sum(failures.values())),
     }
+
+
+def p99_with_failures(latencies: list[float], failed: int) -> float:
+    """The p99 with each failed scrape counted at the timeout: lost data, as Prometheus sees
+    it (a side that answers nothing has no p99 of answers to compare)."""
+    every = sorted(latencies + [TIMEOUT] * failed)
+    return every[min(len(every) - 1, int(0.99 * len(every)))] if every else 0.0
 
 
 def start_peer(spool_dir: Path, port: int, work: Path) -> Any:
@@ -179,7 +188,7 @@ def measure(
 
 
 def sample(result: dict) -> pairs.Sample:
-    extra = {name: float(result[name]) for name in ("p50", "p99", "requests")}
+    extra = {name: float(result[name]) for name in ("p50", "p99", "p99_all", "requests")}
     extra["failed"] = float(result["timeouts"] + result["errors"])
     extra["cpu_per_answer_ms"] = 1000 * result["exporter_cpu_s"] / max(1, result["requests"])
     return pairs.Sample(result["wall"], result["exporter_cpu_s"], result["rss_mib"], extra=extra)
@@ -224,7 +233,8 @@ def run(args: argparse.Namespace) -> int:
         )
         if args.baseline:
             measure(args.baseline, spool_dir, work, baseline_tree(args.baseline, work / "b"), args)
-    print(pairs.table(result, ("p50", "p99", "failed", "requests", "cpu_per_answer_ms", "rss_mib")))
+    metrics = ("p50", "p99", "p99_all", "failed", "requests", "cpu_per_answer_ms", "rss_mib")
+    print(pairs.table(result, metrics))
     ours = [s.value("p99") for s in result.a]
     checks = [
         pairs.Check(
@@ -234,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
             "runs of agentwatch with no answer", sum(s.value("requests") == 0 for s in result.a), 0
         ),
         pairs.median_check("agentwatch p99 s", ours, args.target_p99),
-        pairs.ratio_check(result, "p99", 1.0),
+        pairs.ratio_check(result, "p99_all", 1.0),
     ]
     return pairs.verdict(checks, args.out, result.as_dict())
 
