@@ -6,8 +6,14 @@ docs use), logs in once as one of them, then on loopback:
      each from a loopback address of its own (127.0.x.y), and the good login (remembered);
   2. floods wrong passwords for that user for `--seconds` from 8 threads, all from one
      address, then from 64, and counts what was evaluated (401) and refused unhashed (429).
-`--baseline REF` measures the exporter of a git ref the same way in the same run. Exits 1 when
-the medians of (1) differ by more than a factor of 2 or either is under half a bcrypt.
+  3. the peer: Debian's prometheus-node-exporter with the same web config (Prometheus'
+     exporter-toolkit, the basic auth every official exporter uses): `--samples` pairs
+     (pairs.py, order alternating) of one wrong password to each, each from a fresh address.
+`--baseline REF` measures the exporter of a git ref the same way in the same run. Exit 1 when
+the medians of (1) differ by more than a factor of 2 or either is under half a bcrypt, or when
+a wrong guess costs the guesser less than half what it costs against node_exporter (median of
+the per-pair wall ratios, printed with their spread and the load average); 2 when
+node_exporter is missing (`scripts/setup --test`).
 
     .venv/bin/python bench/bench_auth.py [--samples 15] [--seconds 10] [--baseline main]
 """
@@ -28,25 +34,29 @@ from pathlib import Path
 from typing import Any
 
 import bcrypt
+import pairs  # bench/ is on sys.path when a bench runs as `python bench/NAME.py`
 import yaml
-from bench_scrape import baseline_tree, free_port, stop
+from bench_scrape import NODE_EXPORTER, baseline_tree, free_port, stop
 
+ROOT = Path(__file__).resolve().parents[1]
 COST = 10
 USER, PASSWORD = "prometheus", "correct horse battery staple"
 
 
-def request(port: int, source: str, user: str, password: str) -> tuple[int, float]:
+def request(
+    port: int, source: str, user: str, password: str, path: str = "/healthz"
+) -> tuple[int, float]:
     token = base64.b64encode(f"{user}:{password}".encode()).decode()
     started = time.perf_counter()
     with socket.create_connection(("127.0.0.1", port), 30, source_address=(source, 0)) as sock:
-        sock.sendall(f"GET /healthz HTTP/1.0\r\nAuthorization: Basic {token}\r\n\r\n".encode())
+        sock.sendall(f"GET {path} HTTP/1.0\r\nAuthorization: Basic {token}\r\n\r\n".encode())
         reply = b""
         while chunk := sock.recv(65536):
             reply += chunk
     return int(reply.split(b" ", 2)[1]), time.perf_counter() - started
 
 
-def start(work: Path, tree: Path | None) -> tuple[subprocess.Popen, int]:
+def web_config(work: Path) -> Path:
     web = work / "web.yml"
     if not web.exists():
         users = {
@@ -55,6 +65,11 @@ def start(work: Path, tree: Path | None) -> tuple[subprocess.Popen, int]:
         }
         web.write_text(yaml.safe_dump({"basic_auth_users": users}))
         web.chmod(0o600)
+    return web
+
+
+def start(work: Path, tree: Path | None) -> tuple[subprocess.Popen, int]:
+    web = web_config(work)
     port = free_port()
     config = work / f"config-{port}.yaml"
     config.write_text(yaml.safe_dump({"exporter": {"listen": f"127.0.0.1:{port}",
@@ -73,7 +88,56 @@ def start(work: Path, tree: Path | None) -> tuple[subprocess.Popen, int]:
         except OSError:
             time.sleep(0.1)
     stop(process)
-    raise SystemExit("the exporter did not start")
+    raise pairs.SetupError("the exporter did not start")
+
+
+def start_peer(work: Path) -> tuple[subprocess.Popen, int]:
+    """node_exporter with no collectors and the same users (exporter-toolkit's basic auth)."""
+    port = free_port()
+    process = subprocess.Popen(
+        [NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{port}",
+         f"--web.config.file={web_config(work)}", "--collector.disable-defaults"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 1).close()
+            return process, port
+        except OSError:
+            time.sleep(0.1)
+    stop(process)
+    raise pairs.SetupError("node_exporter did not start")
+
+
+def versus_peer(work: Path, samples: int) -> pairs.Pairs:
+    """Pairs of one wrong password to ours and one to node_exporter, each from a new address."""
+    ours, our_port = start(work, None)
+    peer, peer_port = start_peer(work)
+    sources = (f"127.3.{n // 250}.{n % 250 + 1}" for n in range(1 << 16))
+
+    def side(port: int, path: str):  # type: ignore[no-untyped-def]
+        def run() -> pairs.Sample:
+            source = next(sources)  # a new address and a new guess: nothing cached
+            status, wall = request(port, source, USER, f"guess from {source}", path)
+            if status != 401:
+                raise RuntimeError(f"a wrong password got HTTP {status}")
+            return pairs.Sample(wall, 0.0, 0.0)
+
+        return run
+
+    try:
+        for port, path in ((our_port, "/healthz"), (peer_port, "/")):
+            assert request(port, "127.0.0.1", USER, PASSWORD, path)[0] == 200
+        return pairs.run_pairs(
+            ("agentwatch", side(our_port, "/healthz")),
+            ("node_exporter", side(peer_port, "/")),
+            samples,
+            progress=False,
+        )
+    finally:
+        stop(ours)
+        stop(peer)
 
 
 def flood(port: int, seconds: float, addresses: int) -> dict[str, int]:
@@ -135,7 +199,13 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=15)
     parser.add_argument("--seconds", type=float, default=10.0, help="each flood")
     parser.add_argument("--baseline", help="git ref of an exporter to measure too")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "auth.json")
     args = parser.parse_args()
+    return pairs.main_guard(lambda: run(args))
+
+
+def run(args: argparse.Namespace) -> int:
+    pairs.need_executable(NODE_EXPORTER, "node_exporter", "scripts/setup --test")
     hashed = bcrypt.hashpw(b"x", bcrypt.gensalt(COST))
     times = []
     for _ in range(5):
@@ -146,14 +216,32 @@ def main() -> int:
     print(f"bcrypt cost {COST}: {reference * 1000:.1f} ms here", flush=True)
     with tempfile.TemporaryDirectory(prefix="aw-bench-auth-") as temp:
         work = Path(temp)
+        before = pairs.load()
         this = measure("this", work, None, args)
         if args.baseline:
             measure(args.baseline, work, baseline_tree(args.baseline, work / "b"), args)
+        print(pairs.load_line(before, pairs.load()))
+        peer = versus_peer(work, args.samples)
+    print("a wrong password, against node_exporter's basic auth:")
+    print(pairs.table(peer, ("wall_s",)))
     ratio = this["wrong"] / this["unknown"]
-    ok = 0.5 <= ratio <= 2.0 and min(this["wrong"], this["unknown"]) >= 0.5 * reference
-    print(f"target: wrong/unknown {ratio:.2f} within 0.5-2, both >= half a bcrypt: "
-          f"{'PASS' if ok else 'FAIL'}")  # fmt: skip
-    return 0 if ok else 1
+    checks = [
+        pairs.Check("wrong password / unknown user, medians", ratio, 2.0),
+        pairs.Check("unknown user / wrong password, medians", 1 / ratio, 2.0),
+        pairs.Check(
+            "fastest median of the two / half a bcrypt",
+            min(this["wrong"], this["unknown"]) / (0.5 * reference),
+            1.0,
+            at_least=True,
+        ),
+        pairs.Check(
+            "wrong password wall agentwatch / node_exporter, median of pairs",
+            peer.spread("wall_s")[1],
+            0.5,
+            at_least=True,
+        ),
+    ]
+    return pairs.verdict(checks, args.out, {"this": this, "peer": peer.as_dict()})
 
 
 if __name__ == "__main__":

@@ -11,11 +11,14 @@ process is asked, round-robin so a busy machine slows every tool alike, each too
 times with its spool files unchanged and `--calls` times right after every file was replaced
 (as a sentinel's write does: the answer must read and parse its file again), `session_clock`
 and `alerts` for a session id of the history, from the request written to its response read.
-Prints p50/p99/max per tool and the server's start; exit 1 when a tool's p99 passes 100 ms or
-a call fails.
+Prints min/p50/p99/max per tool, the server's start and the load average; exit 1 when a
+tool's p99 passes 100 ms or a call fails, 2 when Alertmanager is missing (`scripts/setup
+--test`).
 
 No peer runs: ccusage's MCP server (@ccusage/mcp) answers usage only, by reading transcripts
-per call, and is not installed here.
+per call, and is not installed here; none of the other four tools (quota, budget, decision,
+alerts) has a counterpart. The 100 ms target is absolute: an answer an agent waits for inside
+its turn without noticing.
 
     .venv/bin/python bench/bench_mcp.py [--size 256M] [--files 3000] [--calls 200] [--alerts 300]
 """
@@ -35,6 +38,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pairs  # bench/ is on sys.path when a bench runs as `python bench/NAME.py`
 import requests
 import yaml
 from generators import corpus
@@ -63,7 +67,7 @@ def cli(*args: str, env: dict[str, str] | None = None, data: bytes | None = None
         check=False,
     )  # fmt: skip
     if done.returncode != 0:
-        raise SystemExit(f"agentwatch {' '.join(args)} failed: {done.stderr.decode()[-2000:]}")
+        raise RuntimeError(f"agentwatch {' '.join(args)} failed: {done.stderr.decode()[-2000:]}")
 
 
 def history(work: Path, size: int, files: int) -> tuple[Path, float]:
@@ -95,7 +99,7 @@ def alertmanager(work: Path) -> tuple[subprocess.Popen[bytes], str]:
             pass
         time.sleep(0.05)
     process.kill()
-    raise SystemExit("alertmanager did not become ready")
+    raise pairs.SetupError("alertmanager did not become ready")
 
 
 def sessions_in(spool: Path) -> list[tuple[str, str]]:
@@ -164,7 +168,7 @@ class Server:
         while True:
             line = self.proc.stdout.readline()
             if not line:
-                raise SystemExit("agentwatch mcp closed its stdout")
+                raise RuntimeError("agentwatch mcp closed its stdout")
             message = json.loads(line)
             if message.get("id") == self.ident:
                 return message, time.perf_counter() - started
@@ -182,7 +186,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=200, help="calls of each tool")
     parser.add_argument("--alerts", type=int, default=300, help="alerts Alertmanager holds")
     parser.add_argument("--keep", type=Path, help="work folder to use and keep")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "mcp.json")
     args = parser.parse_args(argv)
+    return pairs.main_guard(lambda: measure(args))
+
+
+def measure(args: argparse.Namespace) -> int:
+    pairs.need_executable(ALERTMANAGER, "Alertmanager", "scripts/setup --test")
+    before = pairs.load()
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-mcp-"))
     work.mkdir(parents=True, exist_ok=True)
     spool, state, project = work / "spool", work / "state", work / "work"
@@ -244,22 +255,18 @@ def main(argv: list[str] | None = None) -> int:
         am.wait()
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    print(f"server start to initialize answered: {server.start * 1000:.0f} ms")
-    print(f"{'tool':<25} {'p50':>8} {'p99':>8} {'max':>8}   ({args.calls} calls each)")
-    worst = 0.0
+    print(f"server start to initialize answered: {server.start * 1000:.0f} ms; "
+          f"{pairs.load_line(before, pairs.load())}")  # fmt: skip
+    print(f"{'tool':<25} {'min':>8} {'p50':>8} {'p99':>8} {'max':>8}   ({args.calls} calls each)")
+    checks = [pairs.Check("failed calls", failed, 0)]
     for tool, values in times.items():
-        p99 = statistics.quantiles(values, n=100)[98] if len(values) > 1 else values[0]
-        worst = max(worst, p99)
+        p99 = statistics.quantiles(values, n=100, method="inclusive")[98]
         print(
-            f"{tool:<25} {statistics.median(values) * 1000:>6.1f}ms {p99 * 1000:>6.1f}ms "
-            f"{max(values) * 1000:>6.1f}ms"
+            f"{tool:<25} {min(values) * 1000:>6.1f}ms {statistics.median(values) * 1000:>6.1f}ms "
+            f"{p99 * 1000:>6.1f}ms {max(values) * 1000:>6.1f}ms"
         )
-    ok = worst <= TARGET and failed == 0
-    print(
-        f"target p99 <= {TARGET * 1000:.0f} ms per tool: {'met' if ok else 'MISSED'}"
-        + (f" ({failed} calls failed)" if failed else "")
-    )
-    return 0 if ok else 1
+        checks.append(pairs.Check(f"{tool} p99 s", p99, TARGET))
+    return pairs.verdict(checks, args.out, {"times_s": times, "start_s": server.start})
 
 
 if __name__ == "__main__":

@@ -327,19 +327,23 @@ def table(result: Pairs, metrics: Sequence[str] = METRICS) -> str:
 
 @dataclass
 class Check:
-    """One target: `value` must be at most `limit` (or below it when `strict`)."""
+    """One target: `value` must be at most `limit` (or below it when `strict`; at least it
+    when `at_least`, for a floor such as hours kept)."""
 
     name: str
     value: float
     limit: float
     strict: bool = False
+    at_least: bool = False
 
     @property
     def ok(self) -> bool:
+        if self.at_least:
+            return self.value >= self.limit
         return self.value < self.limit if self.strict else self.value <= self.limit
 
     def line(self) -> str:
-        op = "<" if self.strict else "≤"
+        op = "≥" if self.at_least else "<" if self.strict else "≤"
         mark = "PASS" if self.ok else "FAIL"
         return f"{mark}  {self.name}: {self.value:.4g} (target {op} {self.limit:g})"
 
@@ -368,6 +372,31 @@ def verdict(checks: Sequence[Check], out: Path | None = None, extra: object = No
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(doc, indent=1, default=str))
     return 1 if missed else 0
+
+
+def load_line(before: Sequence[float], after: Sequence[float] | None = None) -> str:
+    """The load average around a measurement, with the number of CPUs (for the reader)."""
+    text = f"load average {' '.join(f'{x:.2f}' for x in before)} before"
+    if after is not None:
+        text += f", {' '.join(f'{x:.2f}' for x in after)} after"
+    return f"{text}, {os.cpu_count()} CPUs"
+
+
+def spread_line(name: str, values: Sequence[float], unit: str = "", scale: float = 1.0) -> str:
+    """`name: median M (min L - max H), N runs` for a bench without a peer (values times scale)."""
+    low, mid, high = spread(values)
+    u = f" {unit}" if unit else ""
+    return (
+        f"{name}: median {_fmt(mid * scale)}{u} "
+        f"(min {_fmt(low * scale)}, max {_fmt(high * scale)}), {len(values)} runs"
+    )
+
+
+def median_check(
+    name: str, values: Sequence[float], limit: float, *, strict: bool = False
+) -> Check:
+    """An absolute target (no peer on this machine) judged on the median of the runs."""
+    return Check(f"{name}, median of {len(values)}", spread(values)[1], limit, strict)
 
 
 def main_guard(body: Callable[[], int]) -> int:
