@@ -9,16 +9,18 @@ this module is pure: files in, `AgentUsage` records and bounded reject counts ou
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import hashlib
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, NamedTuple
+
+import orjson
 
 from agentwatch.sentinels.agent_ledger.base import AgentUsage, ReadResult
 
@@ -60,9 +62,9 @@ class CodexUsage(AgentUsage):
     fast: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """One usage object normalised as ccusage does (cached and cache-write clamped)."""
+class Usage(NamedTuple):
+    """One usage object normalised as ccusage does (cached and cache-write clamped). A tuple:
+    two are made and compared per token_count line, and a tuple is the cheapest to make."""
 
     input: int = 0
     cached: int = 0
@@ -72,9 +74,12 @@ class Usage:
     total: int = 0
 
     def normalised(self) -> Usage:
-        cached = min(self.cached, self.input)
-        write = min(self.cache_write, self.input - cached)
-        return Usage(self.input, cached, write, self.output, self.reasoning, self.total)
+        tokens_in, cached, write = self.input, self.cached, self.cache_write
+        if cached <= tokens_in and write <= tokens_in - cached:
+            return self  # already within bounds (what Codex writes)
+        cached = min(cached, tokens_in)
+        write = min(write, tokens_in - cached)
+        return Usage(tokens_in, cached, write, self.output, self.reasoning, self.total)
 
     def minus(self, earlier: Usage | None) -> Usage:
         """The delta since `earlier` (saturating at zero, field by field)."""
@@ -93,8 +98,7 @@ class Usage:
         return not (self.input or self.cached or self.cache_write or self.output or self.reasoning)
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
     """One counted response before dedup: ccusage's CodexTokenUsageEvent."""
 
     timestamp: str  # as recorded (ccusage keeps the text and parses it when grouping)
@@ -238,6 +242,19 @@ USAGE_FIELDS = (
 )
 
 _USAGE_FIELD_SET = frozenset(USAGE_FIELDS)
+# The names Codex itself writes: a usage object of only these, all u64 integers, takes the
+# short way through parse_usage (the same numbers as the long way, without the aliases).
+_PLAIN_USAGE = frozenset(
+    (
+        "input_tokens",
+        "cached_input_tokens",
+        "cache_write_input_tokens",
+        "output_tokens",
+        "reasoning_output_tokens",
+        "total_tokens",
+    )
+)
+_CONTAINERS = (dict, list)
 
 
 def usage_broken(value: Any) -> bool:
@@ -245,13 +262,38 @@ def usage_broken(value: Any) -> bool:
     (the lossy number reader takes anything else, as None when it is no number)."""
     if not isinstance(value, dict):
         return False
-    return any(isinstance(v, dict | list) and k in _USAGE_FIELD_SET for k, v in value.items())
+    for name, number in value.items():
+        if isinstance(number, _CONTAINERS) and name in _USAGE_FIELD_SET:
+            return True
+    return False
+
+
+def _plain_u64s(value: dict[str, Any]) -> bool:
+    """Only Codex's own usage names, each holding an integer from 0 to U64_MAX."""
+    if not value.keys() <= _PLAIN_USAGE:
+        return False
+    for number in value.values():
+        if type(number) is not int or not 0 <= number <= U64_MAX:
+            return False
+    return True
 
 
 def parse_usage(value: Any) -> Usage | None:
     """A usage object with every alias ccusage accepts; total recomputed when absent or 0;
     cached input clamped to input and cache writes to the rest."""
-    if not isinstance(value, dict) or usage_broken(value):
+    if not isinstance(value, dict):
+        return None
+    if _plain_u64s(value):  # no alias, nothing lossy: the rules below in short
+        get = value.get
+        tokens_in = get("input_tokens", 0)
+        tokens_out = get("output_tokens", 0)
+        total = get("total_tokens")
+        if total is None or (total == 0 and tokens_in + tokens_out != 0):
+            total = tokens_in + tokens_out
+        cached, write = get("cached_input_tokens", 0), get("cache_write_input_tokens", 0)
+        reasoning = get("reasoning_output_tokens", 0)
+        return Usage(tokens_in, cached, write, tokens_out, reasoning, total).normalised()
+    if usage_broken(value):
         return None
     tokens_in = _first(value, "input_tokens", "prompt_tokens", "input") or 0
     tokens_out = _first(value, "output_tokens", "completion_tokens", "output") or 0
@@ -276,13 +318,46 @@ def _model_of(fields: Any) -> str | None:
     """model, then model_name, then metadata.model (non-empty strings only)."""
     if not isinstance(fields, dict):
         return None
+    model = fields.get("model")
+    if isinstance(model, str) and (model := model.strip()):
+        return model
+    model = fields.get("model_name")
+    if isinstance(model, str) and (model := model.strip()):
+        return model
     metadata = fields.get("metadata")
-    nested = metadata.get("model") if isinstance(metadata, dict) else None
-    return _text(fields.get("model")) or _text(fields.get("model_name")) or _text(nested)
+    return _text(metadata.get("model")) if isinstance(metadata, dict) else None
+
+
+# The form Codex writes (UTC, milliseconds): parse_timestamp_ms reads it by one match.
+_ZULU_MS = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{3})Z")
+_DAYS: dict[str, int | None] = {}  # YYYY-MM-DD -> days since 1970-01-01 (None: no such day)
+
+
+def _days(date: str) -> int | None:
+    days = _DAYS.get(date, -1)
+    if days == -1:
+        try:
+            days = (dt.date(int(date[0:4]), int(date[5:7]), int(date[8:10])) - _EPOCH_DAY).days
+        except ValueError:
+            days = None
+        if len(_DAYS) < 100_000:
+            _DAYS[date] = days
+    return days
+
+
+_EPOCH_DAY = dt.date(1970, 1, 1)
 
 
 def parse_timestamp_ms(text: str) -> int | None:
     """ccusage's strict RFC 3339 parser: YYYY-MM-DDTHH:MM:SS[.mmm](Z|±HH:MM), nothing else."""
+    zulu = _ZULU_MS.fullmatch(text) if len(text) == 24 else None
+    if zulu is not None:  # what Codex writes: the rules below, in one match
+        date, hour, minute, second, millis = zulu.groups()
+        days = _days(date)
+        hours, minutes, seconds = int(hour), int(minute), int(second)
+        if days is None or hours > 23 or minutes > 59 or seconds > 59:
+            return None
+        return (((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000 + int(millis)
     size = len(text)
     if size in (20, 25) and text[19] in "Z+-":
         millis, zone = "000", text[19:]
@@ -425,14 +500,27 @@ def _token_markers(line: bytes) -> bool:
 # --- one file ------------------------------------------------------------------------------
 
 
+_STRING_OR_NULL = (str, type(None))  # serde's Option<Cow<str>>
+
+
 def _typed_string(value: Any) -> bool:
     """serde's Option<Cow<str>>: absent/null or a string; anything else fails the whole line."""
-    return value is None or isinstance(value, str)
+    return isinstance(value, _STRING_OR_NULL)
+
+
+def _models_typed(holder: dict[str, Any]) -> bool:
+    """model, model_name and metadata.model of a payload or info: absent, null or strings."""
+    if not (isinstance(holder.get("model"), _STRING_OR_NULL)):
+        return False
+    if not isinstance(holder.get("model_name"), _STRING_OR_NULL):
+        return False
+    metadata = holder.get("metadata")
+    return not isinstance(metadata, dict) or isinstance(metadata.get("model"), _STRING_OR_NULL)
 
 
 def _session_line_ok(entry: dict[str, Any]) -> bool:
     """Whether ccusage's typed CodexSessionLogEntry would deserialize this line at all."""
-    if not _typed_string(entry.get("type")):
+    if not isinstance(entry.get("type"), _STRING_OR_NULL):
         return False
     stamp = entry.get("timestamp")
     if not (stamp is None or isinstance(stamp, str) or _u64_int(stamp)):
@@ -440,22 +528,20 @@ def _session_line_ok(entry: dict[str, Any]) -> bool:
     payload = entry.get("payload")
     if not isinstance(payload, dict):
         return True
-    if not all(_typed_string(payload.get(key)) for key in ("type", "model", "model_name")):
+    if not (isinstance(payload.get("type"), _STRING_OR_NULL) and _models_typed(payload)):
         return False
     info = payload.get("info")
-    if isinstance(info, dict) and any(
-        usage_broken(info.get(name)) for name in ("last_token_usage", "total_token_usage")
-    ):
-        return False
-    for holder in (payload, info):
-        if isinstance(holder, dict):
-            if not all(_typed_string(holder.get(key)) for key in ("model", "model_name")):
-                return False
-            metadata = holder.get("metadata")
-            if isinstance(metadata, dict) and not _typed_string(metadata.get("model")):
-                return False
+    if isinstance(info, dict):
+        if usage_broken(info.get("last_token_usage")) or usage_broken(
+            info.get("total_token_usage")
+        ):
+            return False
+        if not _models_typed(info):
+            return False
     settings = payload.get("thread_settings")
-    return not (isinstance(settings, dict) and not _typed_string(settings.get("service_tier")))
+    return not (
+        isinstance(settings, dict) and not isinstance(settings.get("service_tier"), _STRING_OR_NULL)
+    )
 
 
 def _u64_int(value: Any) -> bool:
@@ -491,7 +577,9 @@ def turn_usage(previous: Usage | None, last: Usage | None, total: Usage | None) 
 
 def _session_line(entry: dict[str, Any], state: FileState, offset: int) -> None:
     """A turn_context, thread_settings_applied or token_count line."""
-    payload = entry.get("payload") if isinstance(entry.get("payload"), dict) else None
+    payload = entry.get("payload")
+    if not isinstance(payload, dict):
+        payload = None
     kind = entry.get("type")
     if kind == "turn_context":
         model = _model_of(payload)
@@ -505,15 +593,18 @@ def _session_line(entry: dict[str, Any], state: FileState, offset: int) -> None:
     timestamp = _session_timestamp(entry.get("timestamp"))
     if timestamp is None:
         return
-    if payload.get("type") == "thread_settings_applied":
+    payload_type = payload.get("type")
+    if payload_type == "thread_settings_applied":
         settings = payload.get("thread_settings")
         tier = settings.get("service_tier") if isinstance(settings, dict) else None
         if isinstance(tier, str):
             state.tier = True if tier in FAST_TIERS else False if tier in STANDARD_TIERS else None
         return
-    if payload.get("type") != "token_count":
+    if payload_type != "token_count":
         return
-    info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
+    info = payload.get("info")
+    if not isinstance(info, dict):
+        info = {}
     total = parse_usage(info.get("total_token_usage"))
     last = parse_usage(info.get("last_token_usage"))
     if (total is not None or last is not None) and len(state.usage_stamps) < 2:
@@ -564,53 +655,111 @@ def _mtime(path: Path) -> str:
         return _format_ms(0)
 
 
-def _lines(path: Path, rejects: Rejects) -> Iterator[tuple[int, bytes]]:
-    """(offset, line) pairs; an unreadable file counts once and yields nothing."""
+# Every line line_kind does not skip holds one of these (a session line's quoted "type"
+# value; a headless line's "usage" or token key): one C-level search finds them, so the
+# rest of a rollout (messages, tool output, instructions: most of its bytes) costs no
+# Python work. line_kind then decides on each line found, as before.
+_CANDIDATE = re.compile(
+    rb'"(?:t(?:urn_context"|oken_count"|hread_settings_applied")|usage":|input_tokens":|prompt_tokens":)'
+)
+CHUNK = 8 << 20  # bytes read at a time: memory is a chunk plus the longest line
+
+
+def _candidate_lines(handle: BinaryIO, first: list[bytes]) -> Iterator[tuple[int, bytes]]:
+    """(offset, line) of each line that may be a session or headless line, newline kept,
+    read in chunks of whole lines; the file's first line goes into `first`."""
+    search = _CANDIDATE.search
+    base, rest, size = 0, b"", CHUNK
+    while True:
+        chunk = handle.read(size)
+        data = rest + chunk if rest else chunk
+        end = data.rfind(b"\n") + 1 if chunk else len(data)
+        if chunk and end == 0:  # no whole line yet: read on, twice as much each time
+            rest, size = data, max(CHUNK, len(data))
+            continue
+        if base == 0 and not first:
+            first.append(data[: data.find(b"\n", 0, end) + 1 or end])
+        pos = 0
+        while (found := search(data, pos, end)) is not None:
+            start = data.rfind(b"\n", pos, found.start()) + 1 or pos
+            pos = data.find(b"\n", found.end(), end) + 1 or end
+            yield base + start, data[start:pos]
+        if not chunk:
+            return
+        rest, base, size = data[end:], base + end, CHUNK
+
+
+# Nesting this deep may pass orjson (its limit is 1024) and still exhaust the stdlib
+# parser's recursion: such a line goes to the stdlib, which decided it before.
+_DEEP = 512
+
+
+def _loads(line: bytes) -> Any:
+    """json.loads's value, by orjson when it agrees: what orjson refuses (NaN, numbers past
+    64 bits, lone surrogates, a BOM) and very deep nesting go to the stdlib, whose errors
+    (ValueError, RecursionError) are the caller's. Where orjson reads a number past 64 bits
+    as a float, the stdlib's int is past u64 too: both are "no u64" to every rule here."""
+    if len(line) > _DEEP and line.count(b"[") + line.count(b"{") > _DEEP:
+        return json.loads(line)
     try:
-        with path.open("rb") as handle:
-            offset = 0
-            for line in handle:
-                yield offset, line
-                offset += len(line)
-    except OSError:
-        rejects("unreadable_file")
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
 
 
 def parse_file(path: Path, rejects: Rejects) -> FileState:
     """Every usage event of one rollout, in file order, before replay filtering and dedup."""
+    return _read_rollout(path, rejects)[1]
+
+
+def _read_rollout(path: Path, rejects: Rejects) -> tuple[Meta, FileState]:
+    """The session_meta of a rollout's first line and its usage events, in one read; an
+    unreadable file counts once (and what was read before the error stays)."""
     state = FileState()
+    first: list[bytes] = []
     mtime = ""
-    for offset, line in _lines(path, rejects):
-        kind = line_kind(line)
-        if kind is None:
-            continue
-        try:
-            entry = json.loads(line)
-        except (ValueError, RecursionError):
-            rejects("bad_json")
-            continue
-        if not isinstance(entry, dict):
-            rejects("not_an_object")
-            continue
-        if kind == "session":
-            if _session_line_ok(entry):
-                _session_line(entry, state, offset)
-            else:
-                rejects("bad_field_type")
-        else:
-            mtime = mtime or _mtime(path)
-            _headless_line(entry, state, offset, mtime)
-    return state
+    try:
+        with path.open("rb") as handle:
+            for offset, line in _candidate_lines(handle, first):
+                kind = line_kind(line)
+                if kind is None:
+                    continue
+                try:
+                    entry = _loads(line)
+                except (ValueError, RecursionError):
+                    rejects("bad_json")
+                    continue
+                if not isinstance(entry, dict):
+                    rejects("not_an_object")
+                    continue
+                if kind == "session":
+                    if _session_line_ok(entry):
+                        _session_line(entry, state, offset)
+                    else:
+                        rejects("bad_field_type")
+                else:
+                    mtime = mtime or _mtime(path)
+                    _headless_line(entry, state, offset, mtime)
+    except OSError:
+        rejects("unreadable_file")
+    return _meta_of(first[0]) if first else Meta(), state
 
 
 def read_meta(path: Path) -> Meta:
     """The session_meta first line: id, parent (fork or spawned sub-agent), fork time, cwd."""
-    meta = Meta()
     try:
         with path.open("rb") as handle:
             first = handle.readline()
-        entry = json.loads(first)
-    except (OSError, ValueError, RecursionError):
+    except OSError:
+        return Meta()
+    return _meta_of(first)
+
+
+def _meta_of(first: bytes) -> Meta:
+    meta = Meta()
+    try:
+        entry = _loads(first)
+    except (ValueError, RecursionError):
         return meta
     if not isinstance(entry, dict):
         return meta
@@ -744,21 +893,12 @@ def _place_key(event: Event, path: Path) -> str:
     return "codex:" + hashlib.sha256(ident.encode()).hexdigest()[:32]
 
 
-def _entry(event: Event, millis: int, meta: Meta, state: FileState, path: Path) -> CodexUsage:
-    usage = event.usage
-    cwd = meta.cwd or state.cwd
-    return CodexUsage(
-        agent=AGENT,
-        key=_key(event, millis) if not event.mtime_stamped else _place_key(event, path),
-        timestamp=millis / 1000,
-        session=meta.session_id,
-        project=Path(cwd).name if cwd else "",
-        model=event.model,
-        input=usage.input - usage.cached - usage.cache_write,
-        output=usage.output,
-        cache_read=usage.cached,
-        cache_creation=usage.cache_write,
-    )
+def _project(cwd: str, known: dict[str, str]) -> str:
+    """The working directory's last component (once per directory)."""
+    name = known.get(cwd)
+    if name is None:
+        name = known[cwd] = Path(cwd).name if cwd else ""
+    return name
 
 
 def read_files(paths: Iterable[Path]) -> ReadResult:
@@ -767,33 +907,64 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
     result = ReadResult()
     rejects = result.reject
     ordered = list(dict.fromkeys(paths))
-    metas = {path: read_meta(path) for path in ordered}
-    states = {path: parse_file(path, rejects) for path in ordered}
+    metas: dict[Path, Meta] = {}
+    states: dict[Path, FileState] = {}
+    for path in ordered:
+        metas[path], states[path] = _read_rollout(path, rejects)
     by_id: dict[str, list[Path]] = {}
     for path in ordered:
         if metas[path].session_id:
             by_id.setdefault(metas[path].session_id, []).append(path)
-    kept: dict[str, tuple[CodexUsage, bool | None, bool]] = {}
+    # ccusage's dedup identity -> [first event, its millis, session, project, path, tier
+    # (the best-ranked among the copies), the tier config.toml gives the first one's home]
+    kept: dict[str, list[Any]] = {}
     configs: dict[Path, bool] = {}
+    projects: dict[str, str] = {}
     for path in ordered:
         meta, state = metas[path], states[path]
         prefix = _prefix_for(path, meta, by_id, states)
         events = drop_replay(state.events, state.usage_stamps, prefix)
+        if not events:
+            continue
         default_fast = _default_fast(path, configs)
+        project = _project(meta.cwd or state.cwd, projects)
         for event in events:
             millis = parse_timestamp_ms(event.timestamp)
             if millis is None:
                 rejects("bad_timestamp")
                 continue
-            ident = _key(event, millis)  # ccusage's dedup identity
-            if ident not in kept:
-                kept[ident] = (_entry(event, millis, meta, state, path), event.fast, default_fast)
-            elif _TIER_RANK[event.fast] > _TIER_RANK[kept[ident][1]]:
-                first, _, default = kept[ident]
-                kept[ident] = (first, event.fast, default)
-    for entry, tier, default in kept.values():
-        fast = default if tier is None else tier
-        result.entries.append(dataclasses.replace(entry, fast=fast))
+            ident = _key(event, millis)
+            first = kept.get(ident)
+            if first is None:
+                kept[ident] = [
+                    event,
+                    millis,
+                    meta.session_id,
+                    project,
+                    path,
+                    event.fast,
+                    default_fast,
+                ]
+            elif _TIER_RANK[event.fast] > _TIER_RANK[first[5]]:
+                first[5] = event.fast
+    append = result.entries.append
+    for ident, (event, millis, session, project, path, tier, default) in kept.items():
+        usage = event.usage
+        append(
+            CodexUsage(
+                agent=AGENT,
+                key=ident if not event.mtime_stamped else _place_key(event, path),
+                timestamp=millis / 1000,
+                session=session,
+                project=project,
+                model=event.model,
+                input=usage.input - usage.cached - usage.cache_write,
+                output=usage.output,
+                cache_read=usage.cached,
+                cache_creation=usage.cache_write,
+                fast=default if tier is None else tier,
+            )
+        )
     return result
 
 
@@ -835,25 +1006,55 @@ def _rates(model: str) -> dict[str, Any] | None:
     return found
 
 
+# model -> (the models and aliases tables it was made from, its rates as _priced makes
+# them): the table is searched once per model, not once per response.
+_PRICED: dict[str, tuple[Any, Any, Any]] = {}
+_RATE_NAMES = ("input", "cached_input", "cache_write", "output")
+
+
+def _priced(model: str) -> tuple[tuple[float, ...], int | None, tuple[float, ...], float] | None:
+    """(rates, long-context threshold or None, long-context rates, fast multiplier) of a
+    model; None for one the table does not price. Made again when price_table() changed."""
+    table = price_table()
+    models, aliases = table["models"], table.get("aliases", {})
+    hit = _PRICED.get(model)
+    if hit is not None and hit[0] is models and hit[1] is aliases:
+        made: Any = hit[2]
+        return made
+    rates = _rates(model)
+    if rates is None:
+        made = None
+    else:
+        base = tuple(rates[name] for name in _RATE_NAMES)
+        long = rates.get("long_context")
+        above, long_rates = None, base
+        if long is not None:
+            tier = {**rates, **{k: v for k, v in long.items() if k != "above_input_tokens"}}
+            above, long_rates = long["above_input_tokens"], tuple(tier[n] for n in _RATE_NAMES)
+        made = (base, above, long_rates, rates.get("fast_multiplier", 1.0))
+    if len(_PRICED) < 10_000:
+        _PRICED[model] = (models, aliases, made)
+    return made
+
+
 def price(entry: AgentUsage) -> float | None:
     """USD for one response as ccusage prices it: fresh input, cached input, cache writes and
     output (reasoning is inside output) at the model's rates; above the long-context threshold
     (on the request's whole input) the long rates; a fast-tier turn times the fast multiplier.
     None for a model the table does not price."""
-    rates = _rates(entry.model)
-    if rates is None:
+    made = _priced(entry.model)
+    if made is None:
         return None
-    whole_input = entry.input + entry.cache_read + entry.cache_creation
-    long = rates.get("long_context")
-    tier: Mapping[str, Any] = rates
-    if long is not None and whole_input > long["above_input_tokens"]:
-        tier = {**rates, **{k: v for k, v in long.items() if k != "above_input_tokens"}}
+    base, above, long_rates, fast_multiplier = made
+    rates = base
+    if above is not None and entry.input + entry.cache_read + entry.cache_creation > above:
+        rates = long_rates
     cost = (
-        entry.input * tier["input"]
-        + entry.cache_read * tier["cached_input"]
-        + entry.cache_creation * tier["cache_write"]
-        + entry.output * tier["output"]
+        entry.input * rates[0]
+        + entry.cache_read * rates[1]
+        + entry.cache_creation * rates[2]
+        + entry.output * rates[3]
     ) / 1_000_000
     if getattr(entry, "fast", False):
-        cost *= rates.get("fast_multiplier", 1.0)
+        cost *= fast_multiplier
     return cost
