@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
@@ -242,18 +243,20 @@ USAGE_FIELDS = (
 )
 
 _USAGE_FIELD_SET = frozenset(USAGE_FIELDS)
-# The names Codex itself writes: a usage object of only these, all u64 integers, takes the
-# short way through parse_usage (the same numbers as the long way, without the aliases).
-_PLAIN_USAGE = frozenset(
-    (
-        "input_tokens",
-        "cached_input_tokens",
-        "cache_write_input_tokens",
-        "output_tokens",
-        "reasoning_output_tokens",
-        "total_tokens",
-    )
+# The two name sets Codex itself writes (0.171.0 without cache writes; with them): a usage
+# object of exactly one of them, every value an integer from 0 to U64_MAX, takes the short
+# way through parse_usage, with the same numbers as the long way.
+_CODEX_NAMES = (
+    "input_tokens",
+    "cached_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
+    "total_tokens",
 )
+_CODEX_USAGE = frozenset(_CODEX_NAMES)
+_WRITES_USAGE = _CODEX_USAGE | {"cache_write_input_tokens"}
+_codex_numbers = itemgetter(*_CODEX_NAMES)
+_writes_numbers = itemgetter("cache_write_input_tokens", *_CODEX_NAMES)
 _CONTAINERS = (dict, list)
 
 
@@ -268,14 +271,27 @@ def usage_broken(value: Any) -> bool:
     return False
 
 
-def _plain_u64s(value: dict[str, Any]) -> bool:
-    """Only Codex's own usage names, each holding an integer from 0 to U64_MAX."""
-    if not value.keys() <= _PLAIN_USAGE:
-        return False
-    for number in value.values():
-        if type(number) is not int or not 0 <= number <= U64_MAX:
-            return False
-    return True
+def _plain(value: dict[str, Any]) -> Usage | None:
+    """parse_usage's result for a usage object as Codex writes it; None for any other."""
+    keys = value.keys()
+    if keys == _CODEX_USAGE:
+        write = 0
+        tokens_in, cached, tokens_out, reasoning, total = _codex_numbers(value)
+    elif keys == _WRITES_USAGE:
+        write, tokens_in, cached, tokens_out, reasoning, total = _writes_numbers(value)
+    else:
+        return None
+    numbers = (write, tokens_in, cached, tokens_out, reasoning, total)
+    if not (
+        int is type(write) is type(tokens_in) is type(cached) is type(tokens_out)
+        and int is type(reasoning) is type(total)
+        and min(numbers) >= 0
+        and max(numbers) <= U64_MAX
+    ):
+        return None
+    if total == 0 and tokens_in + tokens_out != 0:
+        total = tokens_in + tokens_out
+    return Usage(tokens_in, cached, write, tokens_out, reasoning, total).normalised()
 
 
 def parse_usage(value: Any) -> Usage | None:
@@ -283,16 +299,9 @@ def parse_usage(value: Any) -> Usage | None:
     cached input clamped to input and cache writes to the rest."""
     if not isinstance(value, dict):
         return None
-    if _plain_u64s(value):  # no alias, nothing lossy: the rules below in short
-        get = value.get
-        tokens_in = get("input_tokens", 0)
-        tokens_out = get("output_tokens", 0)
-        total = get("total_tokens")
-        if total is None or (total == 0 and tokens_in + tokens_out != 0):
-            total = tokens_in + tokens_out
-        cached, write = get("cached_input_tokens", 0), get("cache_write_input_tokens", 0)
-        reasoning = get("reasoning_output_tokens", 0)
-        return Usage(tokens_in, cached, write, tokens_out, reasoning, total).normalised()
+    plain = _plain(value)  # no alias, nothing lossy: the rules below in short
+    if plain is not None:
+        return plain
     if usage_broken(value):
         return None
     tokens_in = _first(value, "input_tokens", "prompt_tokens", "input") or 0
@@ -329,35 +338,39 @@ def _model_of(fields: Any) -> str | None:
 
 
 # The form Codex writes (UTC, milliseconds): parse_timestamp_ms reads it by one match.
-_ZULU_MS = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{3})Z")
-_DAYS: dict[str, int | None] = {}  # YYYY-MM-DD -> days since 1970-01-01 (None: no such day)
-
-
-def _days(date: str) -> int | None:
-    days = _DAYS.get(date, -1)
-    if days == -1:
-        try:
-            days = (dt.date(int(date[0:4]), int(date[5:7]), int(date[8:10])) - _EPOCH_DAY).days
-        except ValueError:
-            days = None
-        if len(_DAYS) < 100_000:
-            _DAYS[date] = days
-    return days
-
-
+# The form Codex writes (UTC, milliseconds): parse_timestamp_ms reads it by one match and
+# the minute it starts with, looked up (validated once per minute).
+_ZULU_MS = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}):[0-9]{2}\.[0-9]{3}Z")
+_MINUTES: dict[str, int | None] = {}  # YYYY-MM-DDTHH:MM -> epoch ms (None: no such minute)
 _EPOCH_DAY = dt.date(1970, 1, 1)
+
+
+def _minute_ms(minute: str) -> int | None:
+    """Epoch ms of a YYYY-MM-DDTHH:MM (its digits ASCII) in UTC; None for no real minute."""
+    hours, minutes = int(minute[11:13]), int(minute[14:16])
+    if hours > 23 or minutes > 59:
+        return None
+    try:
+        day = dt.date(int(minute[0:4]), int(minute[5:7]), int(minute[8:10]))
+    except ValueError:
+        return None
+    return (((day - _EPOCH_DAY).days * 24 + hours) * 60 + minutes) * 60_000
 
 
 def parse_timestamp_ms(text: str) -> int | None:
     """ccusage's strict RFC 3339 parser: YYYY-MM-DDTHH:MM:SS[.mmm](Z|±HH:MM), nothing else."""
     zulu = _ZULU_MS.fullmatch(text) if len(text) == 24 else None
     if zulu is not None:  # what Codex writes: the rules below, in one match
-        date, hour, minute, second, millis = zulu.groups()
-        days = _days(date)
-        hours, minutes, seconds = int(hour), int(minute), int(second)
-        if days is None or hours > 23 or minutes > 59 or seconds > 59:
+        minute = zulu.group(1)
+        start = _MINUTES.get(minute, -1)
+        if start == -1:
+            start = _minute_ms(minute)
+            if len(_MINUTES) < 100_000:
+                _MINUTES[minute] = start
+        seconds = int(text[17:19])
+        if start is None or seconds > 59:
             return None
-        return (((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000 + int(millis)
+        return start + seconds * 1000 + int(text[20:23])
     size = len(text)
     if size in (20, 25) and text[19] in "Z+-":
         millis, zone = "000", text[19:]
@@ -951,18 +964,20 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
     for ident, (event, millis, session, project, path, tier, default) in kept.items():
         usage = event.usage
         append(
-            CodexUsage(
-                agent=AGENT,
-                key=ident if not event.mtime_stamped else _place_key(event, path),
-                timestamp=millis / 1000,
-                session=session,
-                project=project,
-                model=event.model,
-                input=usage.input - usage.cached - usage.cache_write,
-                output=usage.output,
-                cache_read=usage.cached,
-                cache_creation=usage.cache_write,
-                fast=default if tier is None else tier,
+            CodexUsage(  # by position (agent, key, timestamp, session, project, model,
+                # input, output, cache_read, cache_creation, cost_usd, fast): 1/3 cheaper
+                AGENT,
+                ident if not event.mtime_stamped else _place_key(event, path),
+                millis / 1000,
+                session,
+                project,
+                event.model,
+                usage.input - usage.cached - usage.cache_write,
+                usage.output,
+                usage.cached,
+                usage.cache_write,
+                None,
+                default if tier is None else tier,
             )
         )
     return result
