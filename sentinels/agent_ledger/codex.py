@@ -675,7 +675,7 @@ def _mtime(path: Path) -> str:
 _CANDIDATE = re.compile(
     rb'"(?:t(?:urn_context"|oken_count"|hread_settings_applied")|usage":|input_tokens":|prompt_tokens":)'
 )
-CHUNK = 8 << 20  # bytes read at a time: memory is a chunk plus the longest line
+CHUNK = 1 << 20  # bytes read at a time: memory is a chunk plus the longest line
 
 
 def _candidate_lines(handle: BinaryIO, first: list[bytes]) -> Iterator[tuple[int, bytes]]:
@@ -703,7 +703,8 @@ def _candidate_lines(handle: BinaryIO, first: list[bytes]) -> Iterator[tuple[int
 
 
 # Nesting this deep may pass orjson (its limit is 1024) and still exhaust the stdlib
-# parser's recursion: such a line goes to the stdlib, which decided it before.
+# parser's recursion: such a line goes to the stdlib, which decided it before. (A line
+# nested this deep that orjson reads holds 2 * _DEEP brackets: shorter ones are not counted.)
 _DEEP = 512
 
 
@@ -712,12 +713,33 @@ def _loads(line: bytes) -> Any:
     64 bits, lone surrogates, a BOM) and very deep nesting go to the stdlib, whose errors
     (ValueError, RecursionError) are the caller's. Where orjson reads a number past 64 bits
     as a float, the stdlib's int is past u64 too: both are "no u64" to every rule here."""
-    if len(line) > _DEEP and line.count(b"[") + line.count(b"{") > _DEEP:
-        return json.loads(line)
+    if len(line) >= 2 * _DEEP and line.count(b"[") + line.count(b"{") >= _DEEP:
+        return _stdlib_loads(line)
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
-        return json.loads(line)
+        return _stdlib_loads(line)
+
+
+# What a string holding a lone surrogate (which only the stdlib parser lets through)
+# becomes: no string, so a typed field holding one fails its line as serde fails it, and
+# none reaches a key, a label or the database (which cannot encode it).
+NOT_TEXT = float("nan")
+
+
+def _no_surrogates(fields: dict[str, Any]) -> dict[str, Any]:
+    for name, value in fields.items():
+        if type(value) is str and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                fields[name] = NOT_TEXT
+    return fields
+
+
+def _stdlib_loads(line: bytes) -> Any:
+    """json.loads, with object values holding a lone surrogate replaced by NOT_TEXT."""
+    return json.loads(line, object_hook=_no_surrogates)
 
 
 def parse_file(path: Path, rejects: Rejects) -> FileState:
@@ -731,23 +753,24 @@ def _read_rollout(path: Path, rejects: Rejects) -> tuple[Meta, FileState]:
     state = FileState()
     first: list[bytes] = []
     mtime = ""
+    kind_of, loads, line_ok, session_line = line_kind, _loads, _session_line_ok, _session_line
     try:
         with path.open("rb") as handle:
             for offset, line in _candidate_lines(handle, first):
-                kind = line_kind(line)
+                kind = kind_of(line)
                 if kind is None:
                     continue
                 try:
-                    entry = _loads(line)
+                    entry = loads(line)
                 except (ValueError, RecursionError):
                     rejects("bad_json")
                     continue
-                if not isinstance(entry, dict):
+                if type(entry) is not dict:
                     rejects("not_an_object")
                     continue
                 if kind == "session":
-                    if _session_line_ok(entry):
-                        _session_line(entry, state, offset)
+                    if line_ok(entry):
+                        session_line(entry, state, offset)
                     else:
                         rejects("bad_field_type")
                 else:
