@@ -633,6 +633,44 @@ def _session_line(entry: dict[str, Any], state: FileState, offset: int) -> None:
     state.events.append(Event(timestamp, model, usage, state.tier, offset))
 
 
+# Names the rules read besides a token_count's usage: a payload or info holding none of
+# them (what Codex writes) leaves nothing to check but the types of the rest.
+_PAYLOAD_RULED = frozenset(("model", "model_name", "metadata", "thread_settings"))
+_INFO_RULED = frozenset(("model", "model_name", "metadata"))
+
+
+def _token_count_line(entry: dict[str, Any], state: FileState, offset: int) -> bool:
+    """A token_count line as Codex writes it (a string timestamp, no model or settings
+    field, two usage objects parse_usage reads): _session_line_ok and _session_line for
+    it, less what that shape rules out (a usage object parse_usage reads is no broken one).
+    False, having changed nothing, for any other line."""
+    if entry.get("type") != "event_msg":
+        return False
+    payload, timestamp = entry.get("payload"), entry.get("timestamp")
+    if type(payload) is not dict or type(timestamp) is not str:
+        return False
+    if payload.get("type") != "token_count" or not payload.keys().isdisjoint(_PAYLOAD_RULED):
+        return False
+    info = payload.get("info")
+    if type(info) is not dict or not info.keys().isdisjoint(_INFO_RULED):
+        return False
+    total = parse_usage(info.get("total_token_usage"))
+    last = parse_usage(info.get("last_token_usage"))
+    timestamp = timestamp.strip()
+    if total is None or last is None or not timestamp:
+        return False
+    if len(state.usage_stamps) < 2:
+        millis = parse_timestamp_ms(timestamp)
+        if millis is not None:
+            state.usage_stamps.append(millis)
+    usage = turn_usage(state.previous_totals, last, total)
+    state.previous_totals = total
+    if usage is not None and not usage.empty():
+        model = _resolve_model(state, None, timestamp)
+        state.events.append(Event(timestamp, model, usage, state.tier, offset))
+    return True
+
+
 _HEADLESS_HOLDERS = ("data", "result", "response")
 
 
@@ -754,6 +792,7 @@ def _read_rollout(path: Path, rejects: Rejects) -> tuple[Meta, FileState]:
     first: list[bytes] = []
     mtime = ""
     kind_of, loads, line_ok, session_line = line_kind, _loads, _session_line_ok, _session_line
+    token_count_line = _token_count_line
     try:
         with path.open("rb") as handle:
             for offset, line in _candidate_lines(handle, first):
@@ -769,6 +808,8 @@ def _read_rollout(path: Path, rejects: Rejects) -> tuple[Meta, FileState]:
                     rejects("not_an_object")
                     continue
                 if kind == "session":
+                    if token_count_line(entry, state, offset):
+                        continue
                     if line_ok(entry):
                         session_line(entry, state, offset)
                     else:
