@@ -926,9 +926,10 @@ def _config_requests_fast(config: Path) -> bool:
 
 def _home_of(path: Path) -> Path | None:
     """The Codex home a rollout belongs to: the folder above sessions/ or archived_sessions/."""
-    for parent in path.parents:
-        if parent.name in ("sessions", "archived_sessions"):
-            return parent.parent
+    parts = path.parts  # the nearest such folder, found on the parts (no Path per parent)
+    for index in range(len(parts) - 2, -1, -1):
+        if parts[index] in ("sessions", "archived_sessions"):
+            return Path(*parts[:index])
     return None
 
 
@@ -950,12 +951,10 @@ def _default_fast(path: Path, known: dict[Path, bool] | None = None) -> bool:
 def _key(event: Event, millis: int) -> str:
     """ccusage's dedup identity (time, model, every token count), hashed: the same response
     copied into two rollouts, or read again after an append or a rewrite, keeps its key."""
-    usage = event.usage
-    ident = (
-        f"{millis}|{event.model}|{usage.input}|{usage.cached}|{usage.cache_write}|"
-        f"{usage.output}|{usage.reasoning}|{usage.total}"
-    )
-    return "codex:" + hashlib.sha256(ident.encode()).hexdigest()[:32]
+    tokens_in, cached, write, tokens_out, reasoning, total = event.usage
+    ident = f"{millis}|{event.model}|{tokens_in}|{cached}|{write}|{tokens_out}|{reasoning}|{total}"
+    # the first 16 bytes of the digest in hex: the first 32 hex digits of hexdigest()
+    return "codex:" + hashlib.sha256(ident.encode()).digest()[:16].hex()
 
 
 def _place_key(event: Event, path: Path) -> str:
@@ -967,7 +966,8 @@ def _place_key(event: Event, path: Path) -> str:
         f"{path}|{event.offset}|{event.model}|{usage.input}|{usage.cached}|{usage.cache_write}|"
         f"{usage.output}|{usage.reasoning}|{usage.total}"
     )
-    return "codex:" + hashlib.sha256(ident.encode()).hexdigest()[:32]
+    # a file name that is no UTF-8 holds surrogate escapes: its own bytes go in the hash
+    return "codex:" + hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 def _project(cwd: str, known: dict[str, str]) -> str:
@@ -997,6 +997,7 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
     kept: dict[str, list[Any]] = {}
     configs: dict[Path, bool] = {}
     projects: dict[str, str] = {}
+    timestamp_ms, key_of, rank = parse_timestamp_ms, _key, _TIER_RANK
     for path in ordered:
         meta, state = metas[path], states[path]
         prefix = _prefix_for(path, meta, by_id, states)
@@ -1005,24 +1006,17 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
             continue
         default_fast = _default_fast(path, configs)
         project = _project(meta.cwd or state.cwd, projects)
+        session = meta.session_id
         for event in events:
-            millis = parse_timestamp_ms(event.timestamp)
+            millis = timestamp_ms(event.timestamp)
             if millis is None:
                 rejects("bad_timestamp")
                 continue
-            ident = _key(event, millis)
+            ident = key_of(event, millis)
             first = kept.get(ident)
             if first is None:
-                kept[ident] = [
-                    event,
-                    millis,
-                    meta.session_id,
-                    project,
-                    path,
-                    event.fast,
-                    default_fast,
-                ]
-            elif _TIER_RANK[event.fast] > _TIER_RANK[first[5]]:
+                kept[ident] = [event, millis, session, project, path, event.fast, default_fast]
+            elif rank[event.fast] > rank[first[5]]:
                 first[5] = event.fast
     append = result.entries.append
     for ident, (event, millis, session, project, path, tier, default) in kept.items():
