@@ -339,38 +339,34 @@ def _model_of(fields: Any) -> str | None:
 
 # The form Codex writes (UTC, milliseconds): parse_timestamp_ms reads it by one match.
 # The form Codex writes (UTC, milliseconds): parse_timestamp_ms reads it by one match and
-# the minute it starts with, looked up (validated once per minute).
-_ZULU_MS = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}):[0-9]{2}\.[0-9]{3}Z")
-_MINUTES: dict[str, int | None] = {}  # YYYY-MM-DDTHH:MM -> epoch ms (None: no such minute)
+# the day it starts with, looked up (validated once per day).
+_ZULU_MS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
+_DAYS: dict[str, int | None] = {}  # YYYY-MM-DD -> days since 1970-01-01 (None: no such day)
 _EPOCH_DAY = dt.date(1970, 1, 1)
+_UNSEEN = -(10**9)  # no day of years 1-9999 is this far from 1970
 
 
-def _minute_ms(minute: str) -> int | None:
-    """Epoch ms of a YYYY-MM-DDTHH:MM (its digits ASCII) in UTC; None for no real minute."""
-    hours, minutes = int(minute[11:13]), int(minute[14:16])
-    if hours > 23 or minutes > 59:
-        return None
-    try:
-        day = dt.date(int(minute[0:4]), int(minute[5:7]), int(minute[8:10]))
-    except ValueError:
-        return None
-    return (((day - _EPOCH_DAY).days * 24 + hours) * 60 + minutes) * 60_000
+def _days(date: str) -> int | None:
+    """Days since 1970-01-01 of a YYYY-MM-DD of ASCII digits; None for no real day."""
+    days = _DAYS.get(date, _UNSEEN)
+    if days == _UNSEEN:
+        try:
+            days = (dt.date(int(date[0:4]), int(date[5:7]), int(date[8:10])) - _EPOCH_DAY).days
+        except ValueError:
+            days = None
+        if len(_DAYS) < 100_000:
+            _DAYS[date] = days
+    return days
 
 
 def parse_timestamp_ms(text: str) -> int | None:
     """ccusage's strict RFC 3339 parser: YYYY-MM-DDTHH:MM:SS[.mmm](Z|±HH:MM), nothing else."""
-    zulu = _ZULU_MS.fullmatch(text) if len(text) == 24 else None
-    if zulu is not None:  # what Codex writes: the rules below, in one match
-        minute = zulu.group(1)
-        start = _MINUTES.get(minute, -1)
-        if start == -1:
-            start = _minute_ms(minute)
-            if len(_MINUTES) < 100_000:
-                _MINUTES[minute] = start
-        seconds = int(text[17:19])
-        if start is None or seconds > 59:
+    if len(text) == 24 and _ZULU_MS.fullmatch(text) is not None:  # what Codex writes
+        days = _days(text[:10])
+        hours, minutes, seconds = int(text[11:13]), int(text[14:16]), int(text[17:19])
+        if days is None or hours > 23 or minutes > 59 or seconds > 59:
             return None
-        return start + seconds * 1000 + int(text[20:23])
+        return (((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000 + int(text[20:23])
     size = len(text)
     if size in (20, 25) and text[19] in "Z+-":
         millis, zone = "000", text[19:]
