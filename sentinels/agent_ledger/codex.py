@@ -790,7 +790,7 @@ def _read_rollout(path: Path, rejects: Rejects) -> tuple[Meta, FileState]:
     kind_of, loads, line_ok, session_line = line_kind, _loads, _session_line_ok, _session_line
     token_count_line = _token_count_line
     try:
-        with path.open("rb") as handle:
+        with open(path, "rb", buffering=0) as handle:  # whole chunks: no buffer
             for offset, line in _candidate_lines(handle, first):
                 kind = kind_of(line)
                 if kind is None:
