@@ -9,6 +9,7 @@ this module is pure: files in, `AgentUsage` records and bounded reject counts ou
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -712,9 +713,9 @@ _CANDIDATE = re.compile(
 CHUNK = 1 << 20  # bytes read at a time: memory is a chunk plus the longest line
 
 
-def _candidate_lines(handle: BinaryIO, first: list[bytes]) -> Iterator[tuple[int, bytes]]:
+def _candidate_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
     """(offset, line) of each line that may be a session or headless line, newline kept,
-    read in chunks of whole lines; the file's first line goes into `first`."""
+    read in chunks of whole lines."""
     search = _CANDIDATE.search
     base, rest, size = 0, b"", CHUNK
     while True:
@@ -724,8 +725,6 @@ def _candidate_lines(handle: BinaryIO, first: list[bytes]) -> Iterator[tuple[int
         if chunk and end == 0:  # no whole line yet: read on, twice as much each time
             rest, size = data, max(CHUNK, len(data))
             continue
-        if base == 0 and not first:
-            first.append(data[: data.find(b"\n", 0, end) + 1 or end])
         pos = 0
         while (found := search(data, pos, end)) is not None:
             start = data.rfind(b"\n", pos, found.start()) + 1 or pos
@@ -777,21 +776,15 @@ def _stdlib_loads(line: bytes) -> Any:
 
 
 def parse_file(path: Path, rejects: Rejects) -> FileState:
-    """Every usage event of one rollout, in file order, before replay filtering and dedup."""
-    return _read_rollout(path, rejects)[1]
-
-
-def _read_rollout(path: Path, rejects: Rejects) -> tuple[Meta, FileState]:
-    """The session_meta of a rollout's first line and its usage events, in one read; an
-    unreadable file counts once (and what was read before the error stays)."""
+    """Every usage event of one rollout, in file order, before replay filtering and dedup;
+    an unreadable file counts once (and what was read before the error stays)."""
     state = FileState()
-    first: list[bytes] = []
     mtime = ""
     kind_of, loads, line_ok, session_line = line_kind, _loads, _session_line_ok, _session_line
     token_count_line = _token_count_line
     try:
         with open(path, "rb", buffering=0) as handle:  # whole chunks: no buffer
-            for offset, line in _candidate_lines(handle, first):
+            for offset, line in _candidate_lines(handle):
                 kind = kind_of(line)
                 if kind is None:
                     continue
@@ -815,7 +808,7 @@ def _read_rollout(path: Path, rejects: Rejects) -> tuple[Meta, FileState]:
                     _headless_line(entry, state, offset, mtime)
     except OSError:
         rejects("unreadable_file")
-    return _meta_of(first[0]) if first else Meta(), state
+    return state
 
 
 def read_meta(path: Path) -> Meta:
@@ -980,23 +973,47 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
     result = ReadResult()
     rejects = result.reject
     ordered = list(dict.fromkeys(paths))
-    metas: dict[Path, Meta] = {}
-    states: dict[Path, FileState] = {}
-    for path in ordered:
-        metas[path], states[path] = _read_rollout(path, rejects)
+    metas = {path: read_meta(path) for path in ordered}
     by_id: dict[str, list[Path]] = {}
     for path in ordered:
         if metas[path].session_id:
             by_id.setdefault(metas[path].session_id, []).append(path)
-    # ccusage's dedup identity -> [first event, its millis, session, project, path, tier
-    # (the best-ranked among the copies), the tier config.toml gives the first one's home]
+    # A rollout's events are read in its turn (or earlier, when a fork before it needs them)
+    # and dropped once no fork still to come needs them: memory holds few files' events.
+    parents = {path: _parent_of(path, metas[path], by_id) for path in ordered}
+    waiting: dict[Path, int] = {}
+    for parent in parents.values():
+        if parent is not None:
+            waiting[parent] = waiting.get(parent, 0) + 1
+    states: dict[Path, FileState] = {}
+    done: set[Path] = set()
+
+    def state_of(path: Path) -> FileState:
+        state = states.get(path)
+        if state is None:
+            state = states[path] = parse_file(path, rejects)
+        return state
+
+    # ccusage's dedup identity -> [the record of its first copy, the best-ranked tier among
+    # the copies, the tier config.toml gives the first copy's home]
     kept: dict[str, list[Any]] = {}
     configs: dict[Path, bool] = {}
     projects: dict[str, str] = {}
     timestamp_ms, key_of, rank = parse_timestamp_ms, _key, _TIER_RANK
     for path in ordered:
-        meta, state = metas[path], states[path]
-        prefix = _prefix_for(path, meta, by_id, states)
+        meta, state, parent = metas[path], state_of(path), parents[path]
+        prefix: list[Usage] | None = None
+        if meta.parent_id:
+            prefix = (
+                [] if parent is None else _replay_prefix(state_of(parent).events, meta.forked_at)
+            )
+        if parent is not None:
+            waiting[parent] -= 1
+            if not waiting[parent] and parent in done:
+                del states[parent]
+        done.add(path)
+        if not waiting.get(path):
+            del states[path]
         events = drop_replay(state.events, state.usage_stamps, prefix)
         if not events:
             continue
@@ -1011,49 +1028,41 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
             ident = key_of(event, millis)
             first = kept.get(ident)
             if first is None:
-                kept[ident] = [event, millis, session, project, path, event.fast, default_fast]
-            elif rank[event.fast] > rank[first[5]]:
-                first[5] = event.fast
-    append = result.entries.append
-    for ident, (event, millis, session, project, path, tier, default) in kept.items():
-        usage = event.usage
-        append(
-            CodexUsage(  # by position (agent, key, timestamp, session, project, model,
-                # input, output, cache_read, cache_creation, cost_usd, fast): 1/3 cheaper
-                AGENT,
-                ident if not event.mtime_stamped else _place_key(event, path),
-                millis / 1000,
-                session,
-                project,
-                event.model,
-                usage.input - usage.cached - usage.cache_write,
-                usage.output,
-                usage.cached,
-                usage.cache_write,
-                None,
-                default if tier is None else tier,
-            )
-        )
+                usage, tier = event.usage, event.fast
+                entry = CodexUsage(  # by position (agent, key, timestamp, session, project,
+                    # model, input, output, cache_read, cache_creation, cost_usd, fast)
+                    AGENT,
+                    ident if not event.mtime_stamped else _place_key(event, path),
+                    millis / 1000,
+                    session,
+                    project,
+                    event.model,
+                    usage.input - usage.cached - usage.cache_write,
+                    usage.output,
+                    usage.cached,
+                    usage.cache_write,
+                    None,
+                    default_fast if tier is None else tier,
+                )
+                kept[ident] = [entry, tier, default_fast]
+            elif rank[event.fast] > rank[first[1]]:  # a recorded tier: it decides
+                first[1] = event.fast
+                first[0] = dataclasses.replace(first[0], fast=event.fast)
+    result.entries.extend(entry for entry, _tier, _default in kept.values())
     return result
+
+
+def _parent_of(path: Path, meta: Meta, by_id: dict[str, list[Path]]) -> Path | None:
+    """The rollout a fork replays (another file with its parent's session id), if read."""
+    if not meta.parent_id:
+        return None
+    return next((p for p in by_id.get(meta.parent_id, []) if p != path), None)
 
 
 # A response copied into several rollouts is counted once; when the copies recorded
 # different service tiers, ccusage 20.0.24 prices it standard over fast over unrecorded
 # (observed against the binary: the rule is not in the source we could read).
 _TIER_RANK: dict[bool | None, int] = {None: 0, True: 1, False: 2}
-
-
-def _prefix_for(
-    path: Path, meta: Meta, by_id: dict[str, list[Path]], states: dict[Path, FileState]
-) -> list[Usage] | None:
-    """None for a session that is no fork; the parent's usage up to the fork for one that is
-    (empty when the parent's rollout is not among the files read)."""
-    if not meta.parent_id:
-        return None
-    parent = next((p for p in by_id.get(meta.parent_id, []) if p != path), None)
-    if parent is None:
-        return []
-    return _replay_prefix(states[parent].events, meta.forked_at)
 
 
 # --- prices --------------------------------------------------------------------------------
