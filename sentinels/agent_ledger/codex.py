@@ -14,11 +14,15 @@ import datetime as dt
 import hashlib
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, NamedTuple
+
+import orjson
 
 from agentwatch.sentinels.agent_ledger.base import AgentUsage, ReadResult
 
@@ -60,9 +64,9 @@ class CodexUsage(AgentUsage):
     fast: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """One usage object normalised as ccusage does (cached and cache-write clamped)."""
+class Usage(NamedTuple):
+    """One usage object normalised as ccusage does (cached and cache-write clamped). A tuple:
+    two are made and compared per token_count line, and a tuple is the cheapest to make."""
 
     input: int = 0
     cached: int = 0
@@ -72,9 +76,12 @@ class Usage:
     total: int = 0
 
     def normalised(self) -> Usage:
-        cached = min(self.cached, self.input)
-        write = min(self.cache_write, self.input - cached)
-        return Usage(self.input, cached, write, self.output, self.reasoning, self.total)
+        tokens_in, cached, write = self.input, self.cached, self.cache_write
+        if cached <= tokens_in and write <= tokens_in - cached:
+            return self  # already within bounds (what Codex writes)
+        cached = min(cached, tokens_in)
+        write = min(write, tokens_in - cached)
+        return Usage(tokens_in, cached, write, self.output, self.reasoning, self.total)
 
     def minus(self, earlier: Usage | None) -> Usage:
         """The delta since `earlier` (saturating at zero, field by field)."""
@@ -93,8 +100,7 @@ class Usage:
         return not (self.input or self.cached or self.cache_write or self.output or self.reasoning)
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
     """One counted response before dedup: ccusage's CodexTokenUsageEvent."""
 
     timestamp: str  # as recorded (ccusage keeps the text and parses it when grouping)
@@ -238,6 +244,21 @@ USAGE_FIELDS = (
 )
 
 _USAGE_FIELD_SET = frozenset(USAGE_FIELDS)
+# The two name sets Codex itself writes (0.171.0 without cache writes; with them): a usage
+# object of exactly one of them, every value an integer from 0 to U64_MAX, takes the short
+# way through parse_usage, with the same numbers as the long way.
+_CODEX_NAMES = (
+    "input_tokens",
+    "cached_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
+    "total_tokens",
+)
+_CODEX_USAGE = frozenset(_CODEX_NAMES)
+_WRITES_USAGE = _CODEX_USAGE | {"cache_write_input_tokens"}
+_codex_numbers = itemgetter(*_CODEX_NAMES)
+_writes_numbers = itemgetter("cache_write_input_tokens", *_CODEX_NAMES)
+_CONTAINERS = (dict, list)
 
 
 def usage_broken(value: Any) -> bool:
@@ -245,13 +266,44 @@ def usage_broken(value: Any) -> bool:
     (the lossy number reader takes anything else, as None when it is no number)."""
     if not isinstance(value, dict):
         return False
-    return any(isinstance(v, dict | list) and k in _USAGE_FIELD_SET for k, v in value.items())
+    for name, number in value.items():
+        if isinstance(number, _CONTAINERS) and name in _USAGE_FIELD_SET:
+            return True
+    return False
+
+
+def _plain(value: dict[str, Any]) -> Usage | None:
+    """parse_usage's result for a usage object as Codex writes it; None for any other."""
+    keys = value.keys()
+    if keys == _CODEX_USAGE:
+        write = 0
+        tokens_in, cached, tokens_out, reasoning, total = _codex_numbers(value)
+    elif keys == _WRITES_USAGE:
+        write, tokens_in, cached, tokens_out, reasoning, total = _writes_numbers(value)
+    else:
+        return None
+    numbers = (write, tokens_in, cached, tokens_out, reasoning, total)
+    if not (
+        int is type(write) is type(tokens_in) is type(cached) is type(tokens_out)
+        and int is type(reasoning) is type(total)
+        and min(numbers) >= 0
+        and max(numbers) <= U64_MAX
+    ):
+        return None
+    if total == 0 and tokens_in + tokens_out != 0:
+        total = tokens_in + tokens_out
+    return Usage(tokens_in, cached, write, tokens_out, reasoning, total).normalised()
 
 
 def parse_usage(value: Any) -> Usage | None:
     """A usage object with every alias ccusage accepts; total recomputed when absent or 0;
     cached input clamped to input and cache writes to the rest."""
-    if not isinstance(value, dict) or usage_broken(value):
+    if not isinstance(value, dict):
+        return None
+    plain = _plain(value)  # no alias, nothing lossy: the rules below in short
+    if plain is not None:
+        return plain
+    if usage_broken(value):
         return None
     tokens_in = _first(value, "input_tokens", "prompt_tokens", "input") or 0
     tokens_out = _first(value, "output_tokens", "completion_tokens", "output") or 0
@@ -276,13 +328,46 @@ def _model_of(fields: Any) -> str | None:
     """model, then model_name, then metadata.model (non-empty strings only)."""
     if not isinstance(fields, dict):
         return None
+    model = fields.get("model")
+    if isinstance(model, str) and (model := model.strip()):
+        return model
+    model = fields.get("model_name")
+    if isinstance(model, str) and (model := model.strip()):
+        return model
     metadata = fields.get("metadata")
-    nested = metadata.get("model") if isinstance(metadata, dict) else None
-    return _text(fields.get("model")) or _text(fields.get("model_name")) or _text(nested)
+    return _text(metadata.get("model")) if isinstance(metadata, dict) else None
+
+
+# The form Codex writes (UTC, milliseconds): parse_timestamp_ms reads it by one match.
+# The form Codex writes (UTC, milliseconds): parse_timestamp_ms reads it by one match and
+# the day it starts with, looked up (validated once per day).
+_ZULU_MS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
+_DAYS: dict[str, int | None] = {}  # YYYY-MM-DD -> days since 1970-01-01 (None: no such day)
+_EPOCH_DAY = dt.date(1970, 1, 1)
+_UNSEEN = -(10**9)  # no day of years 1-9999 is this far from 1970
+
+
+def _days(date: str) -> int | None:
+    """Days since 1970-01-01 of a YYYY-MM-DD of ASCII digits; None for no real day."""
+    days = _DAYS.get(date, _UNSEEN)
+    if days == _UNSEEN:
+        try:
+            days = (dt.date(int(date[0:4]), int(date[5:7]), int(date[8:10])) - _EPOCH_DAY).days
+        except ValueError:
+            days = None
+        if len(_DAYS) < 100_000:
+            _DAYS[date] = days
+    return days
 
 
 def parse_timestamp_ms(text: str) -> int | None:
     """ccusage's strict RFC 3339 parser: YYYY-MM-DDTHH:MM:SS[.mmm](Z|±HH:MM), nothing else."""
+    if len(text) == 24 and _ZULU_MS.fullmatch(text) is not None:  # what Codex writes
+        days = _days(text[:10])
+        hours, minutes, seconds = int(text[11:13]), int(text[14:16]), int(text[17:19])
+        if days is None or hours > 23 or minutes > 59 or seconds > 59:
+            return None
+        return (((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000 + int(text[20:23])
     size = len(text)
     if size in (20, 25) and text[19] in "Z+-":
         millis, zone = "000", text[19:]
@@ -425,14 +510,27 @@ def _token_markers(line: bytes) -> bool:
 # --- one file ------------------------------------------------------------------------------
 
 
+_STRING_OR_NULL = (str, type(None))  # serde's Option<Cow<str>>
+
+
 def _typed_string(value: Any) -> bool:
     """serde's Option<Cow<str>>: absent/null or a string; anything else fails the whole line."""
-    return value is None or isinstance(value, str)
+    return isinstance(value, _STRING_OR_NULL)
+
+
+def _models_typed(holder: dict[str, Any]) -> bool:
+    """model, model_name and metadata.model of a payload or info: absent, null or strings."""
+    if not (isinstance(holder.get("model"), _STRING_OR_NULL)):
+        return False
+    if not isinstance(holder.get("model_name"), _STRING_OR_NULL):
+        return False
+    metadata = holder.get("metadata")
+    return not isinstance(metadata, dict) or isinstance(metadata.get("model"), _STRING_OR_NULL)
 
 
 def _session_line_ok(entry: dict[str, Any]) -> bool:
     """Whether ccusage's typed CodexSessionLogEntry would deserialize this line at all."""
-    if not _typed_string(entry.get("type")):
+    if not isinstance(entry.get("type"), _STRING_OR_NULL):
         return False
     stamp = entry.get("timestamp")
     if not (stamp is None or isinstance(stamp, str) or _u64_int(stamp)):
@@ -440,22 +538,20 @@ def _session_line_ok(entry: dict[str, Any]) -> bool:
     payload = entry.get("payload")
     if not isinstance(payload, dict):
         return True
-    if not all(_typed_string(payload.get(key)) for key in ("type", "model", "model_name")):
+    if not (isinstance(payload.get("type"), _STRING_OR_NULL) and _models_typed(payload)):
         return False
     info = payload.get("info")
-    if isinstance(info, dict) and any(
-        usage_broken(info.get(name)) for name in ("last_token_usage", "total_token_usage")
-    ):
-        return False
-    for holder in (payload, info):
-        if isinstance(holder, dict):
-            if not all(_typed_string(holder.get(key)) for key in ("model", "model_name")):
-                return False
-            metadata = holder.get("metadata")
-            if isinstance(metadata, dict) and not _typed_string(metadata.get("model")):
-                return False
+    if isinstance(info, dict):
+        if usage_broken(info.get("last_token_usage")) or usage_broken(
+            info.get("total_token_usage")
+        ):
+            return False
+        if not _models_typed(info):
+            return False
     settings = payload.get("thread_settings")
-    return not (isinstance(settings, dict) and not _typed_string(settings.get("service_tier")))
+    return not (
+        isinstance(settings, dict) and not isinstance(settings.get("service_tier"), _STRING_OR_NULL)
+    )
 
 
 def _u64_int(value: Any) -> bool:
@@ -491,7 +587,9 @@ def turn_usage(previous: Usage | None, last: Usage | None, total: Usage | None) 
 
 def _session_line(entry: dict[str, Any], state: FileState, offset: int) -> None:
     """A turn_context, thread_settings_applied or token_count line."""
-    payload = entry.get("payload") if isinstance(entry.get("payload"), dict) else None
+    payload = entry.get("payload")
+    if not isinstance(payload, dict):
+        payload = None
     kind = entry.get("type")
     if kind == "turn_context":
         model = _model_of(payload)
@@ -505,15 +603,18 @@ def _session_line(entry: dict[str, Any], state: FileState, offset: int) -> None:
     timestamp = _session_timestamp(entry.get("timestamp"))
     if timestamp is None:
         return
-    if payload.get("type") == "thread_settings_applied":
+    payload_type = payload.get("type")
+    if payload_type == "thread_settings_applied":
         settings = payload.get("thread_settings")
         tier = settings.get("service_tier") if isinstance(settings, dict) else None
         if isinstance(tier, str):
             state.tier = True if tier in FAST_TIERS else False if tier in STANDARD_TIERS else None
         return
-    if payload.get("type") != "token_count":
+    if payload_type != "token_count":
         return
-    info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
+    info = payload.get("info")
+    if not isinstance(info, dict):
+        info = {}
     total = parse_usage(info.get("total_token_usage"))
     last = parse_usage(info.get("last_token_usage"))
     if (total is not None or last is not None) and len(state.usage_stamps) < 2:
@@ -527,6 +628,44 @@ def _session_line(entry: dict[str, Any], state: FileState, offset: int) -> None:
         return
     model = _resolve_model(state, _model_of(payload) or _model_of(info), timestamp)
     state.events.append(Event(timestamp, model, usage, state.tier, offset))
+
+
+# Names the rules read besides a token_count's usage: a payload or info holding none of
+# them (what Codex writes) leaves nothing to check but the types of the rest.
+_PAYLOAD_RULED = frozenset(("model", "model_name", "metadata", "thread_settings"))
+_INFO_RULED = frozenset(("model", "model_name", "metadata"))
+
+
+def _token_count_line(entry: dict[str, Any], state: FileState, offset: int) -> bool:
+    """A token_count line as Codex writes it (a string timestamp, no model or settings
+    field, two usage objects parse_usage reads): _session_line_ok and _session_line for
+    it, less what that shape rules out (a usage object parse_usage reads is no broken one).
+    False, having changed nothing, for any other line."""
+    if entry.get("type") != "event_msg":
+        return False
+    payload, timestamp = entry.get("payload"), entry.get("timestamp")
+    if type(payload) is not dict or type(timestamp) is not str:
+        return False
+    if payload.get("type") != "token_count" or not payload.keys().isdisjoint(_PAYLOAD_RULED):
+        return False
+    info = payload.get("info")
+    if type(info) is not dict or not info.keys().isdisjoint(_INFO_RULED):
+        return False
+    total = parse_usage(info.get("total_token_usage"))
+    last = parse_usage(info.get("last_token_usage"))
+    timestamp = timestamp.strip()
+    if total is None or last is None or not timestamp:
+        return False
+    if len(state.usage_stamps) < 2:
+        millis = parse_timestamp_ms(timestamp)
+        if millis is not None:
+            state.usage_stamps.append(millis)
+    usage = turn_usage(state.previous_totals, last, total)
+    state.previous_totals = total
+    if usage is not None and not usage.empty():
+        model = _resolve_model(state, None, timestamp)
+        state.events.append(Event(timestamp, model, usage, state.tier, offset))
+    return True
 
 
 _HEADLESS_HOLDERS = ("data", "result", "response")
@@ -564,53 +703,129 @@ def _mtime(path: Path) -> str:
         return _format_ms(0)
 
 
-def _lines(path: Path, rejects: Rejects) -> Iterator[tuple[int, bytes]]:
-    """(offset, line) pairs; an unreadable file counts once and yields nothing."""
+# Every line line_kind does not skip holds one of these (a session line's quoted "type"
+# value; a headless line's "usage" or token key): one C-level search finds them, so the
+# rest of a rollout (messages, tool output, instructions: most of its bytes) costs no
+# Python work. line_kind then decides on each line found, as before.
+_CANDIDATE = re.compile(
+    rb'"(?:t(?:urn_context"|oken_count"|hread_settings_applied")|usage":|input_tokens":|prompt_tokens":)'
+)
+CHUNK = 1 << 20  # bytes read at a time: memory is a chunk plus the longest line
+
+
+def _candidate_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    """(offset, line) of each line that may be a session or headless line, newline kept,
+    read in chunks of whole lines."""
+    search = _CANDIDATE.search
+    base, rest, size = 0, b"", CHUNK
+    while True:
+        chunk = handle.read(size)
+        data = rest + chunk if rest else chunk
+        end = data.rfind(b"\n") + 1 if chunk else len(data)
+        if chunk and end == 0:  # no whole line yet: read on, twice as much each time
+            rest, size = data, max(CHUNK, len(data))
+            continue
+        pos = 0
+        while (found := search(data, pos, end)) is not None:
+            start = data.rfind(b"\n", pos, found.start()) + 1 or pos
+            pos = data.find(b"\n", found.end(), end) + 1 or end
+            yield base + start, data[start:pos]
+        if not chunk:
+            return
+        rest, base, size = data[end:], base + end, CHUNK
+
+
+# Nesting this deep may pass orjson (its limit is 1024) and still exhaust the stdlib
+# parser's recursion: such a line goes to the stdlib, which decided it before. (A line
+# nested this deep that orjson reads holds 2 * _DEEP brackets: shorter ones are not counted.)
+_DEEP = 512
+
+
+def _loads(line: bytes) -> Any:
+    """json.loads's value, by orjson when it agrees: what orjson refuses (NaN, numbers past
+    64 bits, lone surrogates, a BOM) and very deep nesting go to the stdlib, whose errors
+    (ValueError, RecursionError) are the caller's. Where orjson reads a number past 64 bits
+    as a float, the stdlib's int is past u64 too: both are "no u64" to every rule here."""
+    if len(line) >= 2 * _DEEP and line.count(b"[") + line.count(b"{") >= _DEEP:
+        return _stdlib_loads(line)
     try:
-        with path.open("rb") as handle:
-            offset = 0
-            for line in handle:
-                yield offset, line
-                offset += len(line)
-    except OSError:
-        rejects("unreadable_file")
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return _stdlib_loads(line)
+
+
+# What a string holding a lone surrogate (which only the stdlib parser lets through)
+# becomes: no string, so a typed field holding one fails its line as serde fails it, and
+# none reaches a key, a label or the database (which cannot encode it).
+NOT_TEXT = float("nan")
+
+
+def _no_surrogates(fields: dict[str, Any]) -> dict[str, Any]:
+    for name, value in fields.items():
+        if type(value) is str and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                fields[name] = NOT_TEXT
+    return fields
+
+
+def _stdlib_loads(line: bytes) -> Any:
+    """json.loads, with object values holding a lone surrogate replaced by NOT_TEXT."""
+    return json.loads(line, object_hook=_no_surrogates)
 
 
 def parse_file(path: Path, rejects: Rejects) -> FileState:
-    """Every usage event of one rollout, in file order, before replay filtering and dedup."""
+    """Every usage event of one rollout, in file order, before replay filtering and dedup;
+    an unreadable file counts once (and what was read before the error stays)."""
     state = FileState()
     mtime = ""
-    for offset, line in _lines(path, rejects):
-        kind = line_kind(line)
-        if kind is None:
-            continue
-        try:
-            entry = json.loads(line)
-        except (ValueError, RecursionError):
-            rejects("bad_json")
-            continue
-        if not isinstance(entry, dict):
-            rejects("not_an_object")
-            continue
-        if kind == "session":
-            if _session_line_ok(entry):
-                _session_line(entry, state, offset)
-            else:
-                rejects("bad_field_type")
-        else:
-            mtime = mtime or _mtime(path)
-            _headless_line(entry, state, offset, mtime)
+    kind_of, loads, line_ok, session_line = line_kind, _loads, _session_line_ok, _session_line
+    token_count_line = _token_count_line
+    try:
+        with open(path, "rb", buffering=0) as handle:  # whole chunks: no buffer
+            for offset, line in _candidate_lines(handle):
+                kind = kind_of(line)
+                if kind is None:
+                    continue
+                try:
+                    entry = loads(line)
+                except (ValueError, RecursionError):
+                    rejects("bad_json")
+                    continue
+                if type(entry) is not dict:
+                    rejects("not_an_object")
+                    continue
+                if kind == "session":
+                    if token_count_line(entry, state, offset):
+                        continue
+                    if line_ok(entry):
+                        session_line(entry, state, offset)
+                    else:
+                        rejects("bad_field_type")
+                else:
+                    mtime = mtime or _mtime(path)
+                    _headless_line(entry, state, offset, mtime)
+    except OSError:
+        rejects("unreadable_file")
     return state
 
 
 def read_meta(path: Path) -> Meta:
     """The session_meta first line: id, parent (fork or spawned sub-agent), fork time, cwd."""
-    meta = Meta()
     try:
         with path.open("rb") as handle:
             first = handle.readline()
-        entry = json.loads(first)
-    except (OSError, ValueError, RecursionError):
+    except OSError:
+        return Meta()
+    return _meta_of(first)
+
+
+def _meta_of(first: bytes) -> Meta:
+    meta = Meta()
+    try:
+        entry = _loads(first)
+    except (ValueError, RecursionError):
         return meta
     if not isinstance(entry, dict):
         return meta
@@ -700,9 +915,10 @@ def _config_requests_fast(config: Path) -> bool:
 
 def _home_of(path: Path) -> Path | None:
     """The Codex home a rollout belongs to: the folder above sessions/ or archived_sessions/."""
-    for parent in path.parents:
-        if parent.name in ("sessions", "archived_sessions"):
-            return parent.parent
+    parts = path.parts  # the nearest such folder, found on the parts (no Path per parent)
+    for index in range(len(parts) - 2, -1, -1):
+        if parts[index] in ("sessions", "archived_sessions"):
+            return Path(*parts[:index])
     return None
 
 
@@ -724,12 +940,10 @@ def _default_fast(path: Path, known: dict[Path, bool] | None = None) -> bool:
 def _key(event: Event, millis: int) -> str:
     """ccusage's dedup identity (time, model, every token count), hashed: the same response
     copied into two rollouts, or read again after an append or a rewrite, keeps its key."""
-    usage = event.usage
-    ident = (
-        f"{millis}|{event.model}|{usage.input}|{usage.cached}|{usage.cache_write}|"
-        f"{usage.output}|{usage.reasoning}|{usage.total}"
-    )
-    return "codex:" + hashlib.sha256(ident.encode()).hexdigest()[:32]
+    tokens_in, cached, write, tokens_out, reasoning, total = event.usage
+    ident = f"{millis}|{event.model}|{tokens_in}|{cached}|{write}|{tokens_out}|{reasoning}|{total}"
+    # the first 16 bytes of the digest in hex: the first 32 hex digits of hexdigest()
+    return "codex:" + hashlib.sha256(ident.encode()).digest()[:16].hex()
 
 
 def _place_key(event: Event, path: Path) -> str:
@@ -741,24 +955,16 @@ def _place_key(event: Event, path: Path) -> str:
         f"{path}|{event.offset}|{event.model}|{usage.input}|{usage.cached}|{usage.cache_write}|"
         f"{usage.output}|{usage.reasoning}|{usage.total}"
     )
-    return "codex:" + hashlib.sha256(ident.encode()).hexdigest()[:32]
+    # a file name that is no UTF-8 holds surrogate escapes: its own bytes go in the hash
+    return "codex:" + hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-def _entry(event: Event, millis: int, meta: Meta, state: FileState, path: Path) -> CodexUsage:
-    usage = event.usage
-    cwd = meta.cwd or state.cwd
-    return CodexUsage(
-        agent=AGENT,
-        key=_key(event, millis) if not event.mtime_stamped else _place_key(event, path),
-        timestamp=millis / 1000,
-        session=meta.session_id,
-        project=Path(cwd).name if cwd else "",
-        model=event.model,
-        input=usage.input - usage.cached - usage.cache_write,
-        output=usage.output,
-        cache_read=usage.cached,
-        cache_creation=usage.cache_write,
-    )
+def _project(cwd: str, known: dict[str, str]) -> str:
+    """The working directory's last component (once per directory)."""
+    name = known.get(cwd)
+    if name is None:
+        name = known[cwd] = Path(cwd).name if cwd else ""
+    return name
 
 
 def read_files(paths: Iterable[Path]) -> ReadResult:
@@ -768,52 +974,95 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
     rejects = result.reject
     ordered = list(dict.fromkeys(paths))
     metas = {path: read_meta(path) for path in ordered}
-    states = {path: parse_file(path, rejects) for path in ordered}
     by_id: dict[str, list[Path]] = {}
     for path in ordered:
         if metas[path].session_id:
             by_id.setdefault(metas[path].session_id, []).append(path)
-    kept: dict[str, tuple[CodexUsage, bool | None, bool]] = {}
+    # A rollout's events are read in its turn (or earlier, when a fork before it needs them)
+    # and dropped once no fork still to come needs them: memory holds few files' events.
+    parents = {path: _parent_of(path, metas[path], by_id) for path in ordered}
+    waiting: dict[Path, int] = {}
+    for parent in parents.values():
+        if parent is not None:
+            waiting[parent] = waiting.get(parent, 0) + 1
+    states: dict[Path, FileState] = {}
+    done: set[Path] = set()
+
+    def state_of(path: Path) -> FileState:
+        state = states.get(path)
+        if state is None:
+            state = states[path] = parse_file(path, rejects)
+        return state
+
+    # ccusage's dedup identity -> [the record of its first copy, the best-ranked tier among
+    # the copies, the tier config.toml gives the first copy's home]
+    kept: dict[str, list[Any]] = {}
     configs: dict[Path, bool] = {}
+    projects: dict[str, str] = {}
+    timestamp_ms, key_of, rank = parse_timestamp_ms, _key, _TIER_RANK
     for path in ordered:
-        meta, state = metas[path], states[path]
-        prefix = _prefix_for(path, meta, by_id, states)
+        meta, state, parent = metas[path], state_of(path), parents[path]
+        prefix: list[Usage] | None = None
+        if meta.parent_id:
+            prefix = (
+                [] if parent is None else _replay_prefix(state_of(parent).events, meta.forked_at)
+            )
+        if parent is not None:
+            waiting[parent] -= 1
+            if not waiting[parent] and parent in done:
+                del states[parent]
+        done.add(path)
+        if not waiting.get(path):
+            del states[path]
         events = drop_replay(state.events, state.usage_stamps, prefix)
+        if not events:
+            continue
         default_fast = _default_fast(path, configs)
+        project = _project(meta.cwd or state.cwd, projects)
+        session = meta.session_id
         for event in events:
-            millis = parse_timestamp_ms(event.timestamp)
+            millis = timestamp_ms(event.timestamp)
             if millis is None:
                 rejects("bad_timestamp")
                 continue
-            ident = _key(event, millis)  # ccusage's dedup identity
-            if ident not in kept:
-                kept[ident] = (_entry(event, millis, meta, state, path), event.fast, default_fast)
-            elif _TIER_RANK[event.fast] > _TIER_RANK[kept[ident][1]]:
-                first, _, default = kept[ident]
-                kept[ident] = (first, event.fast, default)
-    for entry, tier, default in kept.values():
-        fast = default if tier is None else tier
-        result.entries.append(dataclasses.replace(entry, fast=fast))
+            ident = key_of(event, millis)
+            first = kept.get(ident)
+            if first is None:
+                usage, tier = event.usage, event.fast
+                entry = CodexUsage(  # by position (agent, key, timestamp, session, project,
+                    # model, input, output, cache_read, cache_creation, cost_usd, fast)
+                    AGENT,
+                    ident if not event.mtime_stamped else _place_key(event, path),
+                    millis / 1000,
+                    session,
+                    project,
+                    event.model,
+                    usage.input - usage.cached - usage.cache_write,
+                    usage.output,
+                    usage.cached,
+                    usage.cache_write,
+                    None,
+                    default_fast if tier is None else tier,
+                )
+                kept[ident] = [entry, tier, default_fast]
+            elif rank[event.fast] > rank[first[1]]:  # a recorded tier: it decides
+                first[1] = event.fast
+                first[0] = dataclasses.replace(first[0], fast=event.fast)
+    result.entries.extend(entry for entry, _tier, _default in kept.values())
     return result
+
+
+def _parent_of(path: Path, meta: Meta, by_id: dict[str, list[Path]]) -> Path | None:
+    """The rollout a fork replays (another file with its parent's session id), if read."""
+    if not meta.parent_id:
+        return None
+    return next((p for p in by_id.get(meta.parent_id, []) if p != path), None)
 
 
 # A response copied into several rollouts is counted once; when the copies recorded
 # different service tiers, ccusage 20.0.24 prices it standard over fast over unrecorded
 # (observed against the binary: the rule is not in the source we could read).
 _TIER_RANK: dict[bool | None, int] = {None: 0, True: 1, False: 2}
-
-
-def _prefix_for(
-    path: Path, meta: Meta, by_id: dict[str, list[Path]], states: dict[Path, FileState]
-) -> list[Usage] | None:
-    """None for a session that is no fork; the parent's usage up to the fork for one that is
-    (empty when the parent's rollout is not among the files read)."""
-    if not meta.parent_id:
-        return None
-    parent = next((p for p in by_id.get(meta.parent_id, []) if p != path), None)
-    if parent is None:
-        return []
-    return _replay_prefix(states[parent].events, meta.forked_at)
 
 
 # --- prices --------------------------------------------------------------------------------
@@ -835,25 +1084,55 @@ def _rates(model: str) -> dict[str, Any] | None:
     return found
 
 
+# model -> (the models and aliases tables it was made from, its rates as _priced makes
+# them): the table is searched once per model, not once per response.
+_PRICED: dict[str, tuple[Any, Any, Any]] = {}
+_RATE_NAMES = ("input", "cached_input", "cache_write", "output")
+
+
+def _priced(model: str) -> tuple[tuple[float, ...], int | None, tuple[float, ...], float] | None:
+    """(rates, long-context threshold or None, long-context rates, fast multiplier) of a
+    model; None for one the table does not price. Made again when price_table() changed."""
+    table = price_table()
+    models, aliases = table["models"], table.get("aliases", {})
+    hit = _PRICED.get(model)
+    if hit is not None and hit[0] is models and hit[1] is aliases:
+        made: Any = hit[2]
+        return made
+    rates = _rates(model)
+    if rates is None:
+        made = None
+    else:
+        base = tuple(rates[name] for name in _RATE_NAMES)
+        long = rates.get("long_context")
+        above, long_rates = None, base
+        if long is not None:
+            tier = {**rates, **{k: v for k, v in long.items() if k != "above_input_tokens"}}
+            above, long_rates = long["above_input_tokens"], tuple(tier[n] for n in _RATE_NAMES)
+        made = (base, above, long_rates, rates.get("fast_multiplier", 1.0))
+    if len(_PRICED) < 10_000:
+        _PRICED[model] = (models, aliases, made)
+    return made
+
+
 def price(entry: AgentUsage) -> float | None:
     """USD for one response as ccusage prices it: fresh input, cached input, cache writes and
     output (reasoning is inside output) at the model's rates; above the long-context threshold
     (on the request's whole input) the long rates; a fast-tier turn times the fast multiplier.
     None for a model the table does not price."""
-    rates = _rates(entry.model)
-    if rates is None:
+    made = _priced(entry.model)
+    if made is None:
         return None
-    whole_input = entry.input + entry.cache_read + entry.cache_creation
-    long = rates.get("long_context")
-    tier: Mapping[str, Any] = rates
-    if long is not None and whole_input > long["above_input_tokens"]:
-        tier = {**rates, **{k: v for k, v in long.items() if k != "above_input_tokens"}}
+    base, above, long_rates, fast_multiplier = made
+    rates = base
+    if above is not None and entry.input + entry.cache_read + entry.cache_creation > above:
+        rates = long_rates
     cost = (
-        entry.input * tier["input"]
-        + entry.cache_read * tier["cached_input"]
-        + entry.cache_creation * tier["cache_write"]
-        + entry.output * tier["output"]
+        entry.input * rates[0]
+        + entry.cache_read * rates[1]
+        + entry.cache_creation * rates[2]
+        + entry.output * rates[3]
     ) / 1_000_000
     if getattr(entry, "fast", False):
-        cost *= rates.get("fast_multiplier", 1.0)
+        cost *= fast_multiplier
     return cost

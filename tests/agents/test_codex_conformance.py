@@ -429,3 +429,92 @@ def test_ledger_sigkilled_mid_backfill_never_counts_twice(
     assert len({row.key for row in rows}) == len(rows)
     totals = daily_totals(rows, "UTC", codex.price)
     assert differences(totals, ccusage_daily(home, tmp_path, "UTC")) == []
+
+
+# --- the fast paths read what the slow ones read -------------------------------------------
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 500, 4096])
+def test_lines_across_chunk_boundaries_read_the_same(
+    corpora: dict[int, codex_corpus.Corpus], chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rollout is read in chunks of whole lines: lines cut by any chunk size (one byte
+    included) give the same records, keys and rejects as one chunk holding the file."""
+    paths = home_files(str(corpora[1].home))
+    whole = codex.read_files(paths)
+    monkeypatch.setattr(codex, "CHUNK", chunk)
+    cut = codex.read_files(paths)
+    assert cut.entries == whole.entries
+    assert cut.rejects == whole.rejects
+
+
+EDGE_LINES = [
+    b'{"timestamp":NaN,"type":"turn_context","payload":{"model":"gpt-5"}}',
+    b'{"timestamp":"2026-03-01T10:00:00.000Z","type":"event_msg","payload":{"type":'
+    b'"token_count","info":{"last_token_usage":{"input_tokens":99999999999999999999999}}}}',
+    b'{"timestamp":1e400,"type":"turn_context","payload":{"model":"gpt-5"}}',
+    b'{"type":"turn_context","payload":{"model":"\\ud800"}}',
+    b'\xef\xbb\xbf{"type":"turn_context","payload":{"model":"gpt-5"}}',
+    b'{"type":"turn_context","payload":{"model":"a","model":"b"}}',
+    b'{"type":"turn_context","payload":' + b"[" * 990 + b"]" * 990 + b"}",
+    b'{"type":"turn_context","payload":' + b"[" * 400 + b"]" * 400 + b"}",
+    b'{"type":"turn_context","payload":{"model":"gpt-5"}',
+    b'["type","turn_context"]',
+]
+
+
+@pytest.mark.parametrize("line", EDGE_LINES, ids=range(len(EDGE_LINES)))
+def test_lines_read_as_the_stdlib_parser_reads_them(
+    line: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines go through orjson where it reads them as json.loads does; NaN, lone
+    surrogates, a BOM and nesting past the stdlib's recursion go to json, and a number past
+    64 bits (an int to json, a float to orjson) is no u64 either way: the records and
+    rejects are those of a reader parsing every line with the stdlib (_stdlib_loads)."""
+    rollout = tmp_path / "sessions" / "2026" / "03" / "01" / "rollout-edge.jsonl"
+    rollout.parent.mkdir(parents=True)
+    usage = {"input_tokens": 10, "output_tokens": 1}
+    count = codex_corpus.Writer.count("2026-03-01T10:00:00.000Z", {"last_token_usage": usage})
+    rollout.write_bytes(count.encode() + b"\n" + line + b"\n" + count.encode() + b"\n")
+    fast = codex.read_files([rollout])
+    monkeypatch.setattr(codex, "_loads", codex._stdlib_loads)
+    slow = codex.read_files([rollout])
+    assert (fast.entries, fast.rejects) == (slow.entries, slow.rejects)
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        ("turn_context", "model"),
+        ("turn_context", "cwd"),
+        ("session_meta", "id"),
+        ("session_meta", "cwd"),
+        ("event_msg", "model"),
+    ],
+)
+def test_a_lone_surrogate_is_never_a_label(field: tuple[str, str], tmp_path: Path) -> None:
+    """A string holding a lone surrogate (json's \\ud800: the stdlib lets it through,
+    serde and orjson refuse it) never reaches a key, a label or the database, which cannot
+    encode it: a typed field holding one fails its line (a reject), another is no text."""
+    kind, name = field
+    rollout = tmp_path / "sessions" / "2026" / "03" / "01" / "rollout-surrogate.jsonl"
+    rollout.parent.mkdir(parents=True)
+    usage = {"input_tokens": 10, "output_tokens": 1}
+    info = {"last_token_usage": usage}
+    lines = [
+        {"timestamp": "2026-03-01T09:59:00.000Z", "type": "session_meta",
+         "payload": {"id": "s1", "cwd": "/w/p"}},
+        {"timestamp": "2026-03-01T09:59:30.000Z", "type": "turn_context",
+         "payload": {"model": "gpt-5", "cwd": "/w/p"}},
+        {"timestamp": "2026-03-01T10:00:00.000Z", "type": "event_msg",
+         "payload": {"type": "token_count", "info": info}},
+    ]  # fmt: skip
+    target = next(line for line in lines if line["type"] == kind)
+    target["payload"][name] = "SURROGATE"
+    text = "\n".join(codex_corpus.compact(line) for line in lines) + "\n"
+    rollout.write_text(text.replace("SURROGATE", "x\\ud800y"))
+    result = codex.read_files([rollout])
+    for entry in result.entries:
+        for value in (entry.key, entry.session, entry.project, entry.model):
+            value.encode("utf-8")
+    assert sum(entry.input for entry in result.entries) + sum(result.rejects.values()) >= 1
