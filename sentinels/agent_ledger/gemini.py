@@ -721,17 +721,30 @@ def _rate(entry: Mapping[str, Any], name: str, above: bool) -> float:
     return float(entry[name])
 
 
+Rates = tuple[float, float, float]  # USD per million input, output and cache read tokens
+
+
+@functools.cache
+def _rates() -> dict[str, tuple[Rates, Rates]]:
+    """Each model's rates up to and above the 200k tier, worked out once (price runs for
+    every response)."""
+
+    def rates(entry: Mapping[str, Any], above: bool) -> Rates:
+        return (_rate(entry, "input", above), _rate(entry, "output", above),
+                _rate(entry, "cache_read", above))  # fmt: skip
+
+    return {model: (rates(entry, False), rates(entry, True)) for model, entry in _prices().items()}
+
+
 def price(entry: AgentUsage) -> float | None:
     """USD of one response, None for a model the table does not hold. Once the prompt
     (fresh plus cached input) exceeds 200,000 tokens every class is charged at its
     above-200k rate, as ccusage 20.0.24 charges it (and as Google's page reads)."""
-    rates = _prices().get(entry.model)
+    rates = _rates().get(entry.model)
     if rates is None:
         return None
-    above = entry.input + entry.cache_read + entry.cache_creation > TIER_THRESHOLD
-    usd_per_million = (
-        entry.input * _rate(rates, "input", above)
-        + entry.output * _rate(rates, "output", above)
-        + entry.cache_read * _rate(rates, "cache_read", above)
-    )
+    fresh, output, cache_read = entry.input, entry.output, entry.cache_read
+    above = fresh + cache_read + entry.cache_creation > TIER_THRESHOLD
+    input_rate, output_rate, cache_rate = rates[above]
+    usd_per_million = fresh * input_rate + output * output_rate + cache_read * cache_rate
     return usd_per_million / 1_000_000
