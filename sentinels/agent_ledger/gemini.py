@@ -21,8 +21,8 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -665,6 +665,48 @@ def _project_of(folder: Path) -> str:
     return ""
 
 
+_USAGE_FIELDS = ("agent", "key", "timestamp", "session", "project", "model", "input", "output",
+                 "cache_read", "cache_creation", "cost_usd")  # fmt: skip
+
+
+def _usage_maker() -> Callable[..., AgentUsage]:
+    """AgentUsage(agent, ..., cache_creation) with cost_usd None, made without the frozen
+    dataclass's __init__ (an object.__setattr__ call per field: more than half of what an
+    entry costs to make): the slots are set through their descriptors, the same object.
+    The class itself when its fields are not the ones expected here."""
+    if tuple(field.name for field in fields(AgentUsage)) != _USAGE_FIELDS or not all(
+        hasattr(AgentUsage.__dict__.get(name), "__set__") for name in _USAGE_FIELDS
+    ):
+        return AgentUsage
+    new = object.__new__
+    agent_, key_, stamp_, session_, project_, model_, input_, output_, read_, creation_, cost_ = (
+        AgentUsage.__dict__[name].__set__ for name in _USAGE_FIELDS
+    )
+
+    def usage(
+        agent: str, key: str, timestamp: float, session: str, project: str, model: str,
+        fresh: int, output: int, cache_read: int, cache_creation: int,
+    ) -> AgentUsage:  # fmt: skip
+        entry: AgentUsage = new(AgentUsage)
+        agent_(entry, agent)
+        key_(entry, key)
+        stamp_(entry, timestamp)
+        session_(entry, session)
+        project_(entry, project)
+        model_(entry, model)
+        input_(entry, fresh)
+        output_(entry, output)
+        read_(entry, cache_read)
+        creation_(entry, cache_creation)
+        cost_(entry, None)
+        return entry
+
+    return usage
+
+
+usage = _usage_maker()
+
+
 def read_file(path: Path, result: ReadResult) -> None:
     """Append one file's responses to result; a file that cannot be read is one reject."""
     try:
@@ -689,7 +731,7 @@ def read_file(path: Path, result: ReadResult) -> None:
         # never text (blake2b of the path, then a NUL before each part).
         digest = base.copy()
         digest.update(("\0" + "\0".join(parts)).encode("utf-8", "surrogatepass"))
-        append(AgentUsage(
+        append(usage(
             AGENT, f"{AGENT}:{digest.hexdigest()}", when / 1000, session, project, model,
             fresh, output, cache_read, 0,
         ))  # fmt: skip

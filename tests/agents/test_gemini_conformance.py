@@ -11,6 +11,7 @@ counted and never raises, and dropping any rule makes the edge corpus disagree.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -194,15 +195,17 @@ def test_dropping_a_rule_breaks_conformance(
 def _token_values(rng: random.Random) -> dict[str, Any]:
     """A tokens object: mostly the plain shape in every relation of total to the parts,
     sometimes a field of another type, out of range, missing or spelled otherwise."""
-    parts = {name: rng.choice((0, 0, 1, 5, rng.randint(0, 10**6)))
-             for name in ("input", "output", "cached", "thoughts", "tool")}  # fmt: skip
+    names = ("input", "output", "cached", "thoughts", "tool")
+    parts: dict[str, Any] = {
+        name: rng.choice((0, 0, 1, 5, rng.randint(0, 10**6))) for name in names
+    }
     inclusive = parts["input"] + parts["output"] + parts["thoughts"] + parts["tool"]
     parts["total"] = rng.choice((inclusive, inclusive + parts["cached"], inclusive + 7,
                                  max(inclusive - 3, 0), 0, rng.randint(0, 10**6)))  # fmt: skip
     for _ in range(rng.choice((0, 0, 0, 1, 2))):
         field = rng.choice(sorted(parts))
-        odd = (None, True, False, -1, -(2**60), 2.5, "12", 2**53 - 1, 2**53, 2**53 + 1, 2**64,
-               float("inf"), [], {})  # fmt: skip
+        odd: tuple[Any, ...] = (None, True, False, -1, -(2**60), 2.5, "12", 2**53 - 1, 2**53,
+                                2**53 + 1, 2**64, float("inf"), [], {})  # fmt: skip
         parts[field] = rng.choice(odd)
     if rng.random() < 0.1:
         del parts[rng.choice(sorted(parts))]
@@ -347,3 +350,16 @@ def test_keys_carry_no_text(edge: tuple[Path, Path, Rows]) -> None:
     entries = gemini.read_files(gemini.files(data_dir)).entries
     assert entries and all(entry.key.startswith("gemini:") and len(entry.key) == 39
                            for entry in entries)  # fmt: skip
+
+
+def test_entries_are_what_the_class_makes(edge: tuple[Path, Path, Rows]) -> None:
+    """The reader makes its entries without AgentUsage's __init__ (gemini.usage): the same
+    class, the same fields, still frozen."""
+    entries = gemini.read_files(gemini.files(edge[0])).entries
+    made = gemini.usage("gemini", "k", 1.5, "s", "p", "m", 1, 2, 3, 0)
+    assert made == AgentUsage("gemini", "k", 1.5, "s", "p", "m", 1, 2, 3, 0)
+    for entry in [made, *entries]:
+        assert type(entry) is AgentUsage and entry == dataclasses.replace(entry)
+        assert entry.cost_usd is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.input = 5  # type: ignore[misc]
