@@ -563,17 +563,27 @@ def parse_json_file(
     started = _first_time(record, ("startTime", "lastUpdated"), fallback)
     messages = record.get("messages")
     if isinstance(messages, list):
-        events = []
+        events: list[Event] = []
         seen: dict[str, int] = {}
         for message in messages:
             if not (isinstance(message, dict) and message.get("type") == "gemini"):
                 continue
             name = _text(message, "id") or ""
-            seen[name] = seen.get(name, 0) + 1  # no dedup inside a .json: nth copy, own key
-            key = ("json", name, str(seen[name]))
-            event = _direct(message, None, session, started, key, result)
-            if event is not None:
-                events.append(event)
+            seen[name] = nth = seen.get(name, 0) + 1  # no dedup inside a .json: own key
+            tokens = message.get("tokens")  # then _direct's rules, inline
+            if tokens is None:
+                continue  # a message recorded before its tokens arrived: not bad input
+            if not isinstance(tokens, dict):
+                result.reject("bad_tokens")
+                continue
+            model = _text(message, "model")
+            if model is None:
+                result.reject("no_model")
+                continue
+            counts = message_counts(tokens)
+            if counts is not None:
+                stamp = _first_time(message, ("timestamp", "created_at"), started)
+                events.append((("json", name, str(nth)), stamp, session, model, *counts))
         return events
     if record.get("type") == "gemini":
         event = _direct(record, None, session, fallback, ("single",), result)
