@@ -628,8 +628,8 @@ def parse_jsonl_file(
         if "sessionId" in record or "session_id" in record:
             session = _text(record, "sessionId") or _text(record, "session_id") or session
         model = record.get("model")
-        if type(model) is str:  # _text, inline: it runs for every message
-            hint = model.strip(RUST_WHITESPACE) or hint
+        if type(model) is str and model != hint:  # _text, inline (a model equal to the
+            hint = model.strip(RUST_WHITESPACE) or hint  # hint is trimmed already)
         if record.get("type") == "gemini":
             name = record.get("id")
             name = name.strip(RUST_WHITESPACE) or None if type(name) is str else None
