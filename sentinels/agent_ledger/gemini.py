@@ -399,6 +399,7 @@ def load_record(text: str | None, raw: bytes) -> Any:
 Event = tuple[tuple[str, ...], Any, str, str, int, int, int]
 _BAD = object()  # a line load_record refuses
 PLAIN_LIMIT = 1 << 53  # below it a JSON integer is its own u64 (_u64's first case)
+_PLAIN_FIELDS = ("input", "output", "cached", "thoughts", "tool", "total")
 
 
 def generic_counts(tokens: Any, session_rule: bool = True) -> tuple[int, int, int] | None:
@@ -413,8 +414,7 @@ def message_counts(tokens: dict[str, Any]) -> tuple[int, int, int] | None:
     input, output, cached, thoughts, tool and total, integers below 2**53) worked out here
     in place of through Tokens and count: the same rules, for a fraction of the calls.
     tests/agents/test_gemini_conformance.py holds the two equal."""
-    i, o, c = tokens.get("input"), tokens.get("output"), tokens.get("cached")
-    th, tl, total = tokens.get("thoughts"), tokens.get("tool"), tokens.get("total")
+    i, o, c, th, tl, total = map(tokens.get, _PLAIN_FIELDS)
     if not (
         type(i) is int and type(o) is int and type(c) is int and type(th) is int
         and type(tl) is int and type(total) is int
