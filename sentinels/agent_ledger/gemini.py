@@ -531,20 +531,37 @@ def _relevant(escaped: bool) -> re.Pattern[bytes]:
 def _records(raw: bytes) -> list[Any]:
     """The value of every line that names one of _NEEDLES, in order (_BAD for a line
     load_record refuses). The lines are picked and parsed by C loops (a regex search per
-    line, then orjson over all of them); a line-by-line parse only when orjson refuses one,
-    or when one has a \\u escape or a repeated key."""
+    line, then orjson over all of them, then one kept_keys); load_record decides a line
+    orjson refuses, and every line of a file with a \\u escape or a repeated key."""
     escaped = b"\\" in raw and b"\\u" in raw
     lines = raw.split(b"\n") if b"\r" not in raw else list(_lines(raw))
     chosen = list(filter(_relevant(escaped).search, lines))
-    if not escaped:
-        try:
-            values = list(map(orjson.loads, chosen))
-        except orjson.JSONDecodeError:
-            pass
-        else:
-            if kept_keys(chosen, values):
-                return values
-    return list(map(_load_or_bad, chosen))
+    if escaped:
+        return list(map(_load_or_bad, chosen))
+    try:
+        values = read = list(map(orjson.loads, chosen))
+        lines_read = chosen
+    except orjson.JSONDecodeError:  # a torn last line, say: the others still checked at once
+        values = list(map(_orjson_or_refused, chosen))
+        pairs = [
+            (line, value) for line, value in zip(chosen, values, strict=True) if value is not _BAD
+        ]
+        lines_read, read = [line for line, _ in pairs], [value for _, value in pairs]
+    if not kept_keys(lines_read, read):
+        return list(map(_load_or_bad, chosen))
+    if read is values:
+        return values
+    return [
+        _load_or_bad(line) if value is _BAD else value
+        for line, value in zip(chosen, values, strict=True)
+    ]
+
+
+def _orjson_or_refused(line: bytes) -> Any:
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return _BAD
 
 
 def parse_json_file(
