@@ -16,12 +16,13 @@ from __future__ import annotations
 import collections
 import functools
 import hashlib
+import itertools
 import json
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -50,8 +51,9 @@ RECORD_FIELDS = frozenset(
 )  # fmt: skip
 _FIELD_NAMES = re.compile(b'"(' + b"|".join(map(str.encode, sorted(RECORD_FIELDS))) + b')"')
 # A line that names none of these cannot count or set what later lines inherit (a JSON
-# escape could spell them otherwise, so a line with one is always read).
-_RELEVANT = re.compile(rb'"(?:gemini|stats|result|model|sessionId|session_id)"|\\u')
+# escape could spell them otherwise, so a line with one is always read; \\u stays last).
+_NEEDLES = (b'"gemini"', b'"stats"', b'"result"', b'"model"', b'"sessionId"', b'"session_id"',
+            b"\\u")  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- where
@@ -242,21 +244,16 @@ def _day_ms(date: str) -> int | None:
     return _days_from_civil(year, month, day) * 86_400_000
 
 
-def _utc_shape(value: str) -> bool:
-    """YYYY-MM-DDTHH:MM:SS.mmmZ in ASCII digits, the form Gemini CLI writes: read by
-    slicing (the regex's answer, faster)."""
-    if not (
-        len(value) == 24
-        and value[23] == "Z"
-        and value[19] == "."
-        and value[10] == "T"
-        and value[4] == value[7] == "-"
-        and value[13] == value[16] == ":"
-    ):
-        return False
-    digits = value[:4] + value[5:7] + value[8:10] + value[11:13] + value[14:16]
-    digits += value[17:19] + value[20:23]
-    return digits.isascii() and digits.isdigit()
+# YYYY-MM-DDTHH:MM:SS.mmmZ in ASCII digits, the form Gemini CLI writes: read by slicing,
+# with the day and the hour and minute looked up (the regex's answer, faster).
+_UTC_FORM = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", re.ASCII)
+
+
+@functools.lru_cache(maxsize=2048)
+def _clock_ms(clock: str) -> int | None:
+    """Milliseconds of a valid HH:MM (ASCII digits), else None."""
+    hour, minute = int(clock[:2]), int(clock[3:])
+    return None if hour > 23 or minute > 59 else (hour * 60 + minute) * 60_000
 
 
 def parse_timestamp(value: Any) -> int | None:
@@ -264,12 +261,12 @@ def parse_timestamp(value: Any) -> int | None:
     fraction digits, then Z or +HH:MM (at most 23:59); anything else is None."""
     if not isinstance(value, str):
         return None
-    if _utc_shape(value):
-        hour, minute, second = int(value[11:13]), int(value[14:16]), int(value[17:19])
-        day = _day_ms(value[:10])
-        if day is None or hour > 23 or minute > 59 or second > 59:
+    if _UTC_FORM.fullmatch(value) is not None:
+        day, clock = _day_ms(value[:10]), _clock_ms(value[11:16])
+        millis = int(value[17:19] + value[20:23])  # seconds and their fraction
+        if day is None or clock is None or millis >= 60_000:
             return None
-        return day + ((hour * 60 + minute) * 60 + second) * 1000 + int(value[20:23])
+        return day + clock + millis
     match = _STAMP.fullmatch(value)
     if match is None:
         return None
@@ -396,15 +393,47 @@ def load_record(text: str | None, raw: bytes) -> Any:
     return value
 
 
-@dataclass(slots=True)
-class Event:
-    """One counted response before it becomes an AgentUsage."""
+# One counted response before it becomes an AgentUsage: its key parts, its time (epoch ms, or
+# the message whose timestamp is read once it is kept), session, model, input, output and
+# cache read. A tuple: hundreds of thousands are made per corpus.
+Event = tuple[tuple[str, ...], Any, str, str, int, int, int]
+_BAD = object()  # a line load_record refuses
+PLAIN_LIMIT = 1 << 53  # below it a JSON integer is its own u64 (_u64's first case)
+_PLAIN_FIELDS = ("input", "output", "cached", "thoughts", "tool", "total")
 
-    key: tuple[str, ...]
-    timestamp_ms: int
-    session: str
-    model: str
-    counted: Counted
+
+def generic_counts(tokens: Any, session_rule: bool = True) -> tuple[int, int, int] | None:
+    """(input, output, cache read) of a `tokens` object by the spelled-out rules."""
+    parsed = parse_tokens(tokens)
+    counted = count(parsed, session_rule) if parsed is not None else None
+    return None if counted is None else (counted.input, counted.output, counted.cache_read)
+
+
+def message_counts(tokens: dict[str, Any]) -> tuple[int, int, int] | None:
+    """generic_counts(tokens) of a message, with the shape Gemini CLI writes (the six fields
+    input, output, cached, thoughts, tool and total, integers below 2**53) worked out here
+    in place of through Tokens and count: the same rules, for a fraction of the calls.
+    tests/agents/test_gemini_conformance.py holds the two equal."""
+    i, o, c, th, tl, total = map(tokens.get, _PLAIN_FIELDS)
+    if not (
+        type(i) is int and type(o) is int and type(c) is int and type(th) is int
+        and type(tl) is int and type(total) is int
+        and 0 <= (i | o | c | th | tl | total) < PLAIN_LIMIT
+    ):  # fmt: skip
+        return generic_counts(tokens)
+    inclusive = i + o + th + tl
+    if c > 0 and total == inclusive and total != inclusive + c:  # _session_input
+        i -= min(i, c)
+    i += tl  # tool tokens are input
+    missing = total - (i + o + c + th)
+    if missing > 0:  # a total beyond the parts is output (reasoning when output is known)
+        if o == 0:
+            o = missing
+        else:
+            th += missing
+    if i == 0 and o == 0 and c == 0 and th == 0:
+        return None
+    return i, o + th, c
 
 
 def _direct(
@@ -414,19 +443,19 @@ def _direct(
     """A `type: gemini` message; None (and a reject when it is malformed) when not counted."""
     if "tokens" not in record or record["tokens"] is None:
         return None  # a message recorded before its tokens arrived: not bad input
-    tokens = parse_tokens(record["tokens"])
-    if tokens is None:
+    tokens = record["tokens"]
+    if not isinstance(tokens, dict):
         result.reject("bad_tokens")
         return None
     model = _text(record, "model") or hint
     if model is None:
         result.reject("no_model")
         return None
-    counted = count(tokens, session_rule=True)
-    if counted is None:
+    counts = message_counts(tokens)
+    if counts is None:
         return None
     stamp = _first_time(record, ("timestamp", "created_at"), fallback_ms)
-    return Event(key, stamp, session, model, counted)
+    return (key, stamp, session, model, *counts)
 
 
 def _stats(
@@ -437,19 +466,17 @@ def _stats(
         return []
     models = stats.get("models")
     if isinstance(models, dict):
-        events = []
+        events: list[Event] = []
         for model, data in models.items():
-            tokens = parse_tokens(data.get("tokens")) if isinstance(data, dict) else None
-            counted = count(tokens, session_rule=False) if tokens else None
-            if counted is not None and model.strip():
-                events.append(Event((*key, "model", model), stamp, session, model, counted))
+            counts = generic_counts(data.get("tokens"), False) if isinstance(data, dict) else None
+            if counts is not None and model.strip():
+                events.append(((*key, "model", model), stamp, session, model, *counts))
         if events:
             return events
-    tokens = parse_tokens(stats)
-    counted = count(tokens, session_rule=False) if tokens else None
-    if counted is None:
+    counts = generic_counts(stats, False)
+    if counts is None:
         return []
-    return [Event((*key, "flat"), stamp, session, hint or DEFAULT_MODEL, counted)]
+    return [((*key, "flat"), stamp, session, hint or DEFAULT_MODEL, *counts)]
 
 
 def _mtime_ms(path: Path) -> int:
@@ -459,12 +486,91 @@ def _mtime_ms(path: Path) -> int:
         return 0
 
 
-def parse_json_file(path: Path, text: str, raw: bytes, result: ReadResult) -> list[Event]:
-    """A whole-file session (older Gemini CLI) or a single record / stats object."""
-    fallback = _mtime_ms(path)
+def kept_keys(raws: list[bytes], values: list[Any]) -> bool:
+    """Did orjson keep every key of these texts (none holding a \\u escape)? It keeps one of a
+    repeated name without a word. Without \\u, each string is written with quotes that are
+    `"` or `\\"` both in a text and in orjson's own text of its value, so orjson's text has
+    as many `"` as the input only if no key (with its value) was dropped; and never more,
+    so equal sums over many texts mean equal counts in each."""
     try:
-        record = load_record(text, raw)
-    except ValueError:
+        written = orjson.dumps(values)
+    except TypeError:  # orjson.JSONEncodeError: nothing orjson.loads made should raise it
+        return False
+    return sum(map(bytes.count, raws, itertools.repeat(b'"'))) == written.count(b'"')
+
+
+def _load(text: str | None, raw: bytes) -> Any:
+    """load_record(text, raw), by orjson alone when no escape can hide a name and no key
+    was dropped (then the stdlib's checking parse finds no repeated field either)."""
+    if b"\\u" not in raw:
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            if kept_keys([raw], [value]):
+                return value
+    return load_record(text, raw)
+
+
+def _load_or_bad(raw: bytes) -> Any:
+    try:
+        return _load(None, raw)
+    except (ValueError, RecursionError):  # RecursionError: the stdlib on deep nesting
+        return _BAD
+
+
+@functools.cache
+def _relevant(escaped: bool) -> re.Pattern[bytes]:
+    """Does a line name one of _NEEDLES? (\\u only matters in a file that has one; the
+    pattern without it is searched several times faster.)"""
+    names = b"|".join(needle[1:-1] for needle in _NEEDLES[:-1])
+    return re.compile(b'"(?:' + names + b')"' + (rb"|\\u" if escaped else b""))
+
+
+def _records(raw: bytes) -> list[Any]:
+    """The value of every line that names one of _NEEDLES, in order (_BAD for a line
+    load_record refuses). The lines are picked and parsed by C loops (a regex search per
+    line, then orjson over all of them, then one kept_keys); load_record decides a line
+    orjson refuses, and every line of a file with a \\u escape or a repeated key."""
+    escaped = b"\\" in raw and b"\\u" in raw
+    lines = raw.split(b"\n") if b"\r" not in raw else list(_lines(raw))
+    chosen = list(filter(_relevant(escaped).search, lines))
+    if escaped:
+        return list(map(_load_or_bad, chosen))
+    try:
+        values = read = list(map(orjson.loads, chosen))
+        lines_read = chosen
+    except orjson.JSONDecodeError:  # a torn last line, say: the others still checked at once
+        values = list(map(_orjson_or_refused, chosen))
+        pairs = [
+            (line, value) for line, value in zip(chosen, values, strict=True) if value is not _BAD
+        ]
+        lines_read, read = [line for line, _ in pairs], [value for _, value in pairs]
+    if not kept_keys(lines_read, read):
+        return list(map(_load_or_bad, chosen))
+    if read is values:
+        return values
+    return [
+        _load_or_bad(line) if value is _BAD else value
+        for line, value in zip(chosen, values, strict=True)
+    ]
+
+
+def _orjson_or_refused(line: bytes) -> Any:
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return _BAD
+
+
+def parse_json_file(
+    path: Path, text: str, raw: bytes, fallback: int, result: ReadResult
+) -> list[Event]:
+    """A whole-file session (older Gemini CLI) or a single record / stats object."""
+    try:
+        record = _load(text, raw)
+    except (ValueError, RecursionError):
         result.reject("bad_json")
         return []
     if not isinstance(record, dict):
@@ -474,17 +580,27 @@ def parse_json_file(path: Path, text: str, raw: bytes, result: ReadResult) -> li
     started = _first_time(record, ("startTime", "lastUpdated"), fallback)
     messages = record.get("messages")
     if isinstance(messages, list):
-        events = []
+        events: list[Event] = []
         seen: dict[str, int] = {}
         for message in messages:
             if not (isinstance(message, dict) and message.get("type") == "gemini"):
                 continue
             name = _text(message, "id") or ""
-            seen[name] = seen.get(name, 0) + 1  # no dedup inside a .json: nth copy, own key
-            key = ("json", name, str(seen[name]))
-            event = _direct(message, None, session, started, key, result)
-            if event is not None:
-                events.append(event)
+            seen[name] = nth = seen.get(name, 0) + 1  # no dedup inside a .json: own key
+            tokens = message.get("tokens")  # then _direct's rules, inline
+            if tokens is None:
+                continue  # a message recorded before its tokens arrived: not bad input
+            if not isinstance(tokens, dict):
+                result.reject("bad_tokens")
+                continue
+            model = _text(message, "model")
+            if model is None:
+                result.reject("no_model")
+                continue
+            counts = message_counts(tokens)
+            if counts is not None:
+                stamp = _first_time(message, ("timestamp", "created_at"), started)
+                events.append((("json", name, str(nth)), stamp, session, model, *counts))
         return events
     if record.get("type") == "gemini":
         event = _direct(record, None, session, fallback, ("single",), result)
@@ -511,42 +627,46 @@ def keep(events: list[Event], by_id: dict[str, int], name: str | None, event: Ev
         events.append(event)
 
 
-def parse_jsonl_file(path: Path, text: str, raw: bytes, result: ReadResult) -> list[Event]:
+def parse_jsonl_file(
+    path: Path, text: str, raw: bytes, fallback: int, result: ReadResult
+) -> list[Event]:
     """An append-only session: a message written again under its id replaces the earlier
-    copy in place; lines without an id each count."""
-    fallback = _mtime_ms(path)
+    copy in place; lines without an id each count. A message's time is read only for the
+    copy kept (its Event holds the message until then)."""
     session = path.stem
     hint: str | None = None
     events: list[Event] = []
     by_id: dict[str, int] = {}
     anonymous = stats_seen = 0
-    lines = raw.split(b"\n") if b"\r" not in raw else list(_lines(raw))
-    for line_raw in lines:  # the file decoded as a whole: every line is UTF-8
-        if not line_raw or _RELEVANT.search(line_raw) is None:
-            continue
-        try:
-            record = load_record(None, line_raw)
-        except ValueError:
-            result.reject("bad_line")
-            continue
-        if not isinstance(record, dict):
-            result.reject("not_object")
+    for record in _records(raw):
+        if type(record) is not dict:
+            result.reject("bad_line" if record is _BAD else "not_object")
             continue
         if "sessionId" in record or "session_id" in record:
             session = _text(record, "sessionId") or _text(record, "session_id") or session
-        if "model" in record:
-            hint = _text(record, "model") or hint
+        model = record.get("model")
+        if type(model) is str and model != hint:  # _text, inline (a model equal to the
+            hint = model.strip(RUST_WHITESPACE) or hint  # hint is trimmed already)
         if record.get("type") == "gemini":
-            name = _text(record, "id")
+            name = record.get("id")
+            name = name.strip(RUST_WHITESPACE) or None if type(name) is str else None
             if name is None:
                 anonymous += 1
-                key = ("anon", str(anonymous))
+                key: tuple[str, ...] = ("anon", str(anonymous))
             else:
                 key = ("id", name)
-            event = _direct(record, hint, session, fallback, key, result)
-            if event is None:
+            tokens = record.get("tokens")
+            if tokens is None:
+                continue  # a message recorded before its tokens arrived: not bad input
+            if type(tokens) is not dict:
+                result.reject("bad_tokens")
                 continue
-            keep(events, by_id, name, event)
+            if hint is None:  # the message's own model, else the last one named
+                result.reject("no_model")
+                continue
+            counts = message_counts(tokens)
+            if counts is not None:
+                keep(events, by_id, name, (key, record, session, hint, *counts))
             continue
         stats = _stats_of(record)
         if stats is not None:
@@ -572,17 +692,46 @@ def _project_of(folder: Path) -> str:
     return ""
 
 
-def _key(path: Path | Any, parts: tuple[str, ...]) -> str:
-    """Stable across re-reads: the file's path and the response's place in it, never text.
-    `path` may be a blake2b already fed the path (one file's keys share it)."""
-    if isinstance(path, Path):
-        digest = hashlib.blake2b(digest_size=16)
-        digest.update(os.fsencode(path))
-    else:
-        digest = path.copy()
-    for part in parts:
-        digest.update(b"\0" + part.encode("utf-8", "surrogatepass"))
-    return f"{AGENT}:{digest.hexdigest()}"
+_USAGE_FIELDS = ("agent", "key", "timestamp", "session", "project", "model", "input", "output",
+                 "cache_read", "cache_creation", "cost_usd")  # fmt: skip
+
+
+def _usage_maker() -> Callable[..., AgentUsage]:
+    """AgentUsage(agent, ..., cache_creation) with cost_usd None, made without the frozen
+    dataclass's __init__ (an object.__setattr__ call per field: more than half of what an
+    entry costs to make): the slots are set through their descriptors, the same object.
+    The class itself when its fields are not the ones expected here."""
+    if tuple(field.name for field in fields(AgentUsage)) != _USAGE_FIELDS or not all(
+        hasattr(AgentUsage.__dict__.get(name), "__set__") for name in _USAGE_FIELDS
+    ):
+        return AgentUsage
+    new = object.__new__
+    agent_, key_, stamp_, session_, project_, model_, input_, output_, read_, creation_, cost_ = (
+        AgentUsage.__dict__[name].__set__ for name in _USAGE_FIELDS
+    )
+
+    def usage(
+        agent: str, key: str, timestamp: float, session: str, project: str, model: str,
+        fresh: int, output: int, cache_read: int, cache_creation: int,
+    ) -> AgentUsage:  # fmt: skip
+        entry: AgentUsage = new(AgentUsage)
+        agent_(entry, agent)
+        key_(entry, key)
+        stamp_(entry, timestamp)
+        session_(entry, session)
+        project_(entry, project)
+        model_(entry, model)
+        input_(entry, fresh)
+        output_(entry, output)
+        read_(entry, cache_read)
+        creation_(entry, cache_creation)
+        cost_(entry, None)
+        return entry
+
+    return usage
+
+
+usage = _usage_maker()
 
 
 def read_file(path: Path, result: ReadResult) -> None:
@@ -597,15 +746,22 @@ def read_file(path: Path, result: ReadResult) -> None:
     project = _project_of(path.parent)
     base = hashlib.blake2b(digest_size=16)
     base.update(os.fsencode(path))
-    for event in parse(path, text, raw, result):
-        result.entries.append(
-            AgentUsage(
-                agent=AGENT, key=_key(base, event.key), timestamp=event.timestamp_ms / 1000,
-                session=event.session, project=project, model=event.model,
-                input=event.counted.input, output=event.counted.output,
-                cache_read=event.counted.cache_read, cache_creation=0,
-            )
-        )  # fmt: skip
+    fallback = _mtime_ms(path)
+    append = result.entries.append
+    for parts, when, session, model, fresh, output, cache_read in parse(
+        path, text, raw, fallback, result
+    ):
+        if type(when) is not int:  # the kept copy of a message: its time now
+            stamp = parse_timestamp(when.get("timestamp"))
+            when = _first_time(when, ("created_at",), fallback) if stamp is None else stamp
+        # The key: stable across re-reads, the file's path and the response's place in it,
+        # never text (blake2b of the path, then a NUL before each part).
+        digest = base.copy()
+        digest.update(("\0" + "\0".join(parts)).encode("utf-8", "surrogatepass"))
+        append(usage(
+            AGENT, f"{AGENT}:{digest.hexdigest()}", when / 1000, session, project, model,
+            fresh, output, cache_read, 0,
+        ))  # fmt: skip
 
 
 def read_files(paths: Iterable[Path]) -> ReadResult:
@@ -634,17 +790,30 @@ def _rate(entry: Mapping[str, Any], name: str, above: bool) -> float:
     return float(entry[name])
 
 
+Rates = tuple[float, float, float]  # USD per million input, output and cache read tokens
+
+
+@functools.cache
+def _rates() -> dict[str, tuple[Rates, Rates]]:
+    """Each model's rates up to and above the 200k tier, worked out once (price runs for
+    every response)."""
+
+    def rates(entry: Mapping[str, Any], above: bool) -> Rates:
+        return (_rate(entry, "input", above), _rate(entry, "output", above),
+                _rate(entry, "cache_read", above))  # fmt: skip
+
+    return {model: (rates(entry, False), rates(entry, True)) for model, entry in _prices().items()}
+
+
 def price(entry: AgentUsage) -> float | None:
     """USD of one response, None for a model the table does not hold. Once the prompt
     (fresh plus cached input) exceeds 200,000 tokens every class is charged at its
     above-200k rate, as ccusage 20.0.24 charges it (and as Google's page reads)."""
-    rates = _prices().get(entry.model)
+    rates = _rates().get(entry.model)
     if rates is None:
         return None
-    above = entry.input + entry.cache_read + entry.cache_creation > TIER_THRESHOLD
-    usd_per_million = (
-        entry.input * _rate(rates, "input", above)
-        + entry.output * _rate(rates, "output", above)
-        + entry.cache_read * _rate(rates, "cache_read", above)
-    )
+    fresh, output, cache_read = entry.input, entry.output, entry.cache_read
+    above = fresh + cache_read + entry.cache_creation > TIER_THRESHOLD
+    input_rate, output_rate, cache_rate = rates[above]
+    usd_per_million = fresh * input_rate + output * output_rate + cache_read * cache_rate
     return usd_per_million / 1_000_000

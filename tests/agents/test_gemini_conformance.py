@@ -11,6 +11,7 @@ counted and never raises, and dropping any rule makes the edge corpus disagree.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -171,6 +172,7 @@ RULES: dict[str, tuple[str, Callable[..., Any]]] = {
     "a total beyond the parts is output": ("count", _no_total),
     "only ccusage's timestamp form": ("parse_timestamp", _lenient_time),
     "a record field named twice drops the line": ("_may_repeat", lambda raw: False),
+    "orjson's value only when it dropped no key": ("kept_keys", lambda raws, values: True),
     "first spelling of a count wins": ("_first", lambda record, keys: 0),
     "the 200k tier": ("TIER_THRESHOLD", 10**12),  # type: ignore[dict-item]
     "a message written again replaces the earlier copy": ("keep", _append),
@@ -181,10 +183,70 @@ RULES: dict[str, tuple[str, Callable[..., Any]]] = {
 def test_dropping_a_rule_breaks_conformance(
     rule: str, edge: tuple[Path, Path, Rows], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The rules as spelled out (Tokens, count, _first...): the reader's shortcut for the
+    plain token shape is switched off here and held equal to them below."""
     data_dir, _, theirs = edge
     name, replacement = RULES[rule]
+    monkeypatch.setattr(gemini, "message_counts", gemini.generic_counts)
     monkeypatch.setattr(gemini, name, replacement)
     assert differences(reader_rows(data_dir), theirs), f"the corpus does not pin: {rule}"
+
+
+def _token_values(rng: random.Random) -> dict[str, Any]:
+    """A tokens object: mostly the plain shape in every relation of total to the parts,
+    sometimes a field of another type, out of range, missing or spelled otherwise."""
+    names = ("input", "output", "cached", "thoughts", "tool")
+    parts: dict[str, Any] = {
+        name: rng.choice((0, 0, 1, 5, rng.randint(0, 10**6))) for name in names
+    }
+    inclusive = parts["input"] + parts["output"] + parts["thoughts"] + parts["tool"]
+    parts["total"] = rng.choice((inclusive, inclusive + parts["cached"], inclusive + 7,
+                                 max(inclusive - 3, 0), 0, rng.randint(0, 10**6)))  # fmt: skip
+    for _ in range(rng.choice((0, 0, 0, 1, 2))):
+        field = rng.choice(sorted(parts))
+        odd: tuple[Any, ...] = (None, True, False, -1, -(2**60), 2.5, "12", 2**53 - 1, 2**53,
+                                2**53 + 1, 2**64, float("inf"), [], {})  # fmt: skip
+        parts[field] = rng.choice(odd)
+    if rng.random() < 0.1:
+        del parts[rng.choice(sorted(parts))]
+    if rng.random() < 0.1:
+        parts[rng.choice(("prompt", "candidates", "total_tokens", "cached_tokens"))] = 9
+    return parts
+
+
+def test_the_plain_shape_shortcut_counts_as_the_rules_do() -> None:
+    rng = random.Random(29)
+    for _ in range(20_000):
+        tokens = _token_values(rng)
+        assert gemini.message_counts(tokens) == gemini.generic_counts(tokens), tokens
+
+
+def test_lines_read_together_read_as_one_by_one() -> None:
+    """The loader over a whole file (orjson at once, one check for dropped keys) gives
+    what load_record gives each line: repeats at the top, nested or inside strings, escapes,
+    NaN, big numbers and broken lines mixed into the file."""
+    base = [b'{"type": "gemini", "id": "a", "model": "m", "tokens": {"input": 1}}',
+            b'{"type": "gemini", "id": "b", "toolCalls": [{"id": "c", "type": "x"}], "model": "m"}',
+            b'{"type": "gemini", "model": "m", "content": "say \\"id\\" \\"model\\""}']  # fmt: skip
+    odd = [b'{"type": "gemini", "model": "m", "model": "n"}',
+           b'{"type": "gemini", "id": "a", "x": {"id": 1, "id": 2}, "model": "m"}',
+           b'{"model": "m", "tokens": {"input": NaN}}', b'{"model": 18446744073709551616}',
+           b'{"model": "m", "tokens": {"input": 1e400}}', b'{"model": "m"', b'["model"]',
+           b'{"model": "m", "mod\\u0065l": "n"}', b'{"model": "\\u006d"}', b'"model"',
+           b'{"type": "gemini", "id": "a", "id": "a", "model": "m"}']  # fmt: skip
+    rng = random.Random(7)
+    for _ in range(300):
+        lines = [rng.choice(base + odd) for _ in range(rng.randint(1, 8))]
+        values = gemini._records(b"\n".join(lines))
+        expected = []
+        for line in lines:
+            try:
+                expected.append(gemini.load_record(None, line))
+            except ValueError:
+                expected.append(gemini._BAD)
+        assert len(values) == len(expected)
+        for got, want in zip(values, expected, strict=True):
+            assert got is want if want is gemini._BAD else got == want, lines
 
 
 # ----------------------------------------------------------------------------- restart safety
@@ -288,3 +350,16 @@ def test_keys_carry_no_text(edge: tuple[Path, Path, Rows]) -> None:
     entries = gemini.read_files(gemini.files(data_dir)).entries
     assert entries and all(entry.key.startswith("gemini:") and len(entry.key) == 39
                            for entry in entries)  # fmt: skip
+
+
+def test_entries_are_what_the_class_makes(edge: tuple[Path, Path, Rows]) -> None:
+    """The reader makes its entries without AgentUsage's __init__ (gemini.usage): the same
+    class, the same fields, still frozen."""
+    entries = gemini.read_files(gemini.files(edge[0])).entries
+    made = gemini.usage("gemini", "k", 1.5, "s", "p", "m", 1, 2, 3, 0)
+    assert made == AgentUsage("gemini", "k", 1.5, "s", "p", "m", 1, 2, 3, 0)
+    for entry in [made, *entries]:
+        assert type(entry) is AgentUsage and entry == dataclasses.replace(entry)
+        assert entry.cost_usd is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.input = 5  # type: ignore[misc]
