@@ -23,7 +23,11 @@ from agentwatch.core.spend import PERIODS, RunWatch, first_minute_after, period_
 from agentwatch.sentinels.agent_ledger import readers
 from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES
 from agentwatch.sentinels.agent_ledger.ledger import (
+    BATCH_ENTRIES,
+    BATCH_FILES,
     COST,
+    ONCE_BATCH_ENTRIES,
+    ONCE_BATCH_FILES,
     REJECTED,
     RESPONSES,
     TOKENS,
@@ -75,7 +79,8 @@ def open_ledger(context: Context) -> Ledger:
         "model": settings["max_models"],
         "session": settings["max_sessions"],
     }
-    return Ledger(store, loaded, settings["session_ttl"], caps)
+    batch = (ONCE_BATCH_FILES, ONCE_BATCH_ENTRIES) if context.once else (BATCH_FILES, BATCH_ENTRIES)
+    return Ledger(store, loaded, settings["session_ttl"], caps, batch=batch)
 
 
 class AgentLedger:

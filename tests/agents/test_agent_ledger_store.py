@@ -1,0 +1,118 @@
+"""The agent ledger's store during a backfill, in process on the fake reader: the time index
+is dropped while an empty table fills and built when the queue is done (a kill before that
+leaves it to the next open), a ledger with rows keeps it, and `--once`'s larger batches count
+what the live cycle's small ones count."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from agentwatch.core import single
+from agentwatch.sentinels.agent_ledger import readers
+from agentwatch.sentinels.agent_ledger.ledger import (
+    BATCH_ENTRIES,
+    COST,
+    ONCE_BATCH_ENTRIES,
+    ONCE_BATCH_FILES,
+    TOKENS,
+    Ledger,
+)
+from agentwatch.sentinels.agent_ledger.store import DATABASE_FILE, Store
+from tests.agents import agent_ledger_fake as fake
+
+FILES = 6
+
+
+def _write(folder: Path, files: int = FILES, start: int = 0) -> None:
+    folder.mkdir(exist_ok=True)
+    for number in range(start, start + files):
+        lines = [fake.line(f"f{number}-{n}", 1.7e9 + 60 * n + number, f"s{number}", "p", "m",
+                           (10 + n, 2, 3, 0)) for n in range(5)]  # fmt: skip
+        (folder / f"{number:03d}.jsonl").write_text("".join(lines))
+
+
+def _ledger(tmp_path: Path, folder: Path, batch: tuple[int, int]) -> Ledger:
+    plug = readers.Plug(fake.PLUG_MODULE, name=fake.AGENT)  # per file: one batch per `batch`
+    env = {fake.DIR_ENV: str(folder)}
+    return Ledger(Store(tmp_path / DATABASE_FILE), {fake.AGENT: (plug, fake)}, env=env,  # type: ignore[dict-item]
+                  home=tmp_path, batch=batch)  # fmt: skip
+
+
+def _has_time_index(path: Path) -> bool:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        found = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'responses_by_time'")
+        return found.fetchone() is not None
+
+
+def _input(ledger: Ledger) -> float:
+    return sum(v for (name, labels), v in ledger.counters.items()
+               if name == TOKENS and labels[3] == "input")  # fmt: skip
+
+
+def test_a_backfill_into_an_empty_table_builds_the_time_index_at_its_end(tmp_path: Path) -> None:
+    folder = tmp_path / "fake"
+    _write(folder)
+    database = tmp_path / DATABASE_FILE
+    ledger = _ledger(tmp_path, folder, (2, BATCH_ENTRIES))
+    assert _has_time_index(database)
+    ledger.scan()
+    assert len(ledger.queue) == FILES // 2
+    assert not _has_time_index(database)
+    while ledger.queue:
+        assert ledger.step()
+        assert not _has_time_index(database)
+    assert not ledger.step()
+    assert _has_time_index(database)
+    spent = ledger.store.cost_since(0.0)
+    assert spent.keys() == {fake.AGENT}
+    assert abs(spent[fake.AGENT] - FILES * sum(10 + n + 5 for n in range(5)) / 1e6) < 1e-12
+    _write(folder, files=2, start=FILES)  # rows there: the index stays while they are added
+    ledger.scan()
+    assert ledger.queue
+    assert _has_time_index(database)
+    while ledger.step():
+        pass
+    assert _input(ledger) == (FILES + 2) * sum(10 + n for n in range(5))
+    ledger.store.close()
+
+
+def test_a_backfill_stopped_before_its_end_gets_the_index_at_the_next_open(tmp_path: Path) -> None:
+    folder = tmp_path / "fake"
+    _write(folder)
+    database = tmp_path / DATABASE_FILE
+    ledger = _ledger(tmp_path, folder, (2, BATCH_ENTRIES))
+    ledger.scan()
+    assert ledger.step()  # one batch committed, the others not: as a kill would leave it
+    ledger.store.db.close()  # no build_time_index, no clean close
+    ledger.store._lock, lock = -1, ledger.store._lock
+    single.release(lock)
+    assert not _has_time_index(database)
+    again = _ledger(tmp_path, folder, (2, BATCH_ENTRIES))
+    assert _has_time_index(database)
+    again.scan()
+    while again.step():
+        pass
+    assert _has_time_index(database)
+    assert _input(again) == FILES * sum(10 + n for n in range(5))
+    again.store.close()
+
+
+def test_once_batches_count_what_small_batches_count(tmp_path: Path) -> None:
+    folder = tmp_path / "fake"
+    _write(folder, files=40)
+    # 3 files a batch, cut after 2 when their 10 entries pass 7: 13 x 2 + 1 commits
+    small = _ledger(tmp_path / "small", folder, (3, 7))
+    large = _ledger(tmp_path / "large", folder, (ONCE_BATCH_FILES, ONCE_BATCH_ENTRIES))
+    for ledger in (small, large):
+        ledger.scan()
+        while ledger.step():
+            pass
+    assert small.commits == 27 and large.commits == 1
+    assert small.counters.keys() == large.counters.keys()
+    for counter, value in small.counters.items():  # costs are summed in another grouping
+        assert abs(value - large.counters[counter]) <= 1e-9 * max(1.0, value), counter
+        assert value == large.counters[counter] or counter[0] == COST
+    assert abs(small.store.cost_since(0.0)["fake"] - large.store.cost_since(0.0)["fake"]) < 1e-12
+    small.store.close()
+    large.store.close()
