@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -65,16 +66,12 @@ def key_hash(key: str) -> bytes:
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-@dataclass(slots=True)
-class Row:
-    """What was counted for one response key (the labels are those of its first count)."""
-
-    agent: str
-    session: str
-    project: str
-    model: str
-    ts: float
-    amounts: list[float]  # input, output, cache_read, cache_creation, cost
+# What was counted for one response key, as stored: [key, agent, session, project, model, ts,
+# input, output, cache_read, cache_creation, cost] (the labels of its first count; amounts as
+# floats). A list, not an object: 400k of them are made, updated and written per 256 MiB.
+Row = list
+KEY, AGENT, SESSION, PROJECT, MODEL, TS, T_IN, T_OUT, T_CR, T_CC, USD = range(11)
+_by_key = operator.itemgetter(KEY)
 
 
 @dataclass(slots=True)
@@ -130,10 +127,8 @@ class Store:
         for start in range(0, len(unique), 30000):
             part = unique[start : start + 30000]
             marks = ",".join("?" * len(part))
-            for key, agent, session, project, model, ts, *amounts in self.db.execute(
-                f"SELECT * FROM responses WHERE key IN ({marks})", part
-            ):
-                found[key] = Row(agent, session, project, model, ts, amounts)
+            for row in self.db.execute(f"SELECT * FROM responses WHERE key IN ({marks})", part):
+                found[row[KEY]] = list(row)
         return found
 
     def recent_sessions(self, since: float) -> dict[tuple[str, str], list]:
@@ -207,10 +202,7 @@ class Store:
             )
             db.executemany(
                 "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                sorted(  # in key order: each B-tree page touched once (Row.amounts are floats)
-                    (key, r.agent, r.session, r.project, r.model, r.ts, *r.amounts)
-                    for key, r in rows.items()
-                ),
+                sorted(rows.values(), key=_by_key),  # in key order: each page written once
             )
             db.executemany(
                 "INSERT INTO counters VALUES (?, ?, ?) ON CONFLICT (name, labels) "
