@@ -1,20 +1,25 @@
 """The agent ledger's store during a backfill, in process on the fake reader: the time index
 is dropped while an empty table fills and built when the queue is done (a kill before that
-leaves it to the next open), a ledger with rows keeps it, and `--once`'s larger batches count
-what the live cycle's small ones count."""
+leaves it to the next open), a ledger with rows keeps it; a cold start's look-ups of keys it
+wrote itself still count a repeated key once; `--once`'s larger batches count what the live
+cycle's small ones count."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from agentwatch.core import single
 from agentwatch.sentinels.agent_ledger import readers
+from agentwatch.sentinels.agent_ledger import store as store_module
 from agentwatch.sentinels.agent_ledger.ledger import (
     BATCH_ENTRIES,
     COST,
     ONCE_BATCH_ENTRIES,
     ONCE_BATCH_FILES,
+    RESPONSES,
     TOKENS,
     Ledger,
 )
@@ -116,3 +121,35 @@ def test_once_batches_count_what_small_batches_count(tmp_path: Path) -> None:
     assert abs(small.store.cost_since(0.0)["fake"] - large.store.cost_since(0.0)["fake"]) < 1e-12
     small.store.close()
     large.store.close()
+
+
+@pytest.mark.parametrize("most", [store_module._WRITTEN_MAX, 3], ids=["kept", "forgotten"])
+def test_a_key_of_an_earlier_batch_of_a_cold_start_counts_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, most: int
+) -> None:
+    """A cold store asks SQLite only about keys it wrote (or, past _WRITTEN_MAX of them,
+    about all): a key one batch counted and a later batch's file holds again adds only
+    what grew, in the same process and after a reopen."""
+    monkeypatch.setattr(store_module, "_WRITTEN_MAX", most)
+    folder = tmp_path / "fake"
+    _write(folder)  # f0-0 .. f5-4, one batch of 2 files each
+    with (folder / "100.jsonl").open("w") as copy:  # a later batch: a copy, one grown
+        copy.write(fake.line("f0-0", 1.7e9, "s0", "p", "m", (10, 2, 3, 0)))
+        copy.write(fake.line("f1-1", 1.7e9, "s1", "p", "m", (11 + 4, 2, 3, 0)))
+        copy.write(fake.line("new", 1.7e9, "s9", "p", "m", (1, 0, 0, 0)))
+    ledger = _ledger(tmp_path, folder, (2, BATCH_ENTRIES))
+    ledger.scan()
+    while ledger.step():
+        pass
+    assert ledger.commits == 4
+    assert _input(ledger) == FILES * sum(10 + n for n in range(5)) + 4 + 1
+    responses = {labels: v for (name, labels), v in ledger.counters.items() if name == RESPONSES}
+    assert responses == {(fake.AGENT, "p", "m"): FILES * 5 + 1}
+    ledger.store.close()
+    (folder / "101.jsonl").write_text(fake.line("f2-2", 1.7e9, "s2", "p", "m", (12 + 1, 2, 3, 0)))
+    again = _ledger(tmp_path, folder, (2, BATCH_ENTRIES))
+    again.scan()
+    while again.step():
+        pass
+    assert _input(again) == FILES * sum(10 + n for n in range(5)) + 4 + 1 + 1
+    again.store.close()
