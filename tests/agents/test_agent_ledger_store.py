@@ -2,11 +2,13 @@
 is dropped while an empty table fills and built when the queue is done (a kill before that
 leaves it to the next open), a ledger with rows keeps it; a cold start's look-ups of keys it
 wrote itself still count a repeated key once; `--once`'s larger batches count what the live
-cycle's small ones count."""
+cycle's small ones count; a batch runs with fewer garbage collections."""
 
 from __future__ import annotations
 
+import gc
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -14,8 +16,10 @@ import pytest
 from agentwatch.core import single
 from agentwatch.sentinels.agent_ledger import readers
 from agentwatch.sentinels.agent_ledger import store as store_module
+from agentwatch.sentinels.agent_ledger.base import ReadResult
 from agentwatch.sentinels.agent_ledger.ledger import (
     BATCH_ENTRIES,
+    BATCH_GC_THRESHOLD,
     COST,
     ONCE_BATCH_ENTRIES,
     ONCE_BATCH_FILES,
@@ -153,3 +157,42 @@ def test_a_key_of_an_earlier_batch_of_a_cold_start_counts_once(
         pass
     assert _input(again) == FILES * sum(10 + n for n in range(5)) + 4 + 1 + 1
     again.store.close()
+
+
+class _Watching:
+    """The fake reader, noting the collector's threshold while it reads; raises if told."""
+
+    AGENT = fake.AGENT
+
+    def __init__(self, folder: Path, raises: bool):
+        self.folder, self.raises = folder, raises
+        self.thresholds: list[int] = []
+        self.files, self.price = fake.files, fake.price
+
+    def roots(self, env: object, home: Path) -> list[Path]:
+        return [self.folder]
+
+    def read_files(self, paths: Iterable[Path]) -> ReadResult:
+        self.thresholds.append(gc.get_threshold()[0])
+        if self.raises:
+            raise KeyError("a reader's bug")
+        return fake.read_files(paths)
+
+
+@pytest.mark.parametrize("raises", [False, True], ids=["read", "reader_raises"])
+def test_a_batch_runs_with_fewer_collections_and_restores_them(
+    tmp_path: Path, raises: bool
+) -> None:
+    folder = tmp_path / "fake"
+    _write(folder, files=2)
+    reader = _Watching(folder, raises)
+    plug = readers.Plug(fake.PLUG_MODULE, name=fake.AGENT)
+    ledger = Ledger(Store(tmp_path / DATABASE_FILE), {fake.AGENT: (plug, reader)}, home=tmp_path)  # type: ignore[dict-item]
+    before = gc.get_threshold()
+    ledger.scan()
+    while ledger.step():
+        pass
+    assert gc.get_threshold() == before
+    assert reader.thresholds and set(reader.thresholds) == {BATCH_GC_THRESHOLD}
+    assert (ledger.commits == 0) == raises
+    ledger.store.close()
