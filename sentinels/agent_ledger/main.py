@@ -1,8 +1,9 @@
 """The cycles of `agentwatch sentinel agent-ledger` and the families it publishes.
 
 A cycle scans every reader's roots (a stat per session file), then reads and commits the
-changed files batch by batch: all of them with `--once`, else about a second's worth per
-cycle, so partial totals are published as a long backfill goes. There is no inotify: the
+changed files batch by batch: all of them with `--once` (in larger batches, as nothing is
+published in between: ledger.ONCE_BATCH_FILES), else about a second's worth per cycle, so
+partial totals are published as a long backfill goes. There is no inotify: the
 agents' files are polled every `interval` (30 s), which is what a spend gauge needs.
 """
 

@@ -14,11 +14,13 @@ from pathlib import Path
 import pytest
 
 from agentwatch.core import single
+from agentwatch.sentinels import registry
 from agentwatch.sentinels.agent_ledger import readers
 from agentwatch.sentinels.agent_ledger import store as store_module
 from agentwatch.sentinels.agent_ledger.base import ReadResult
 from agentwatch.sentinels.agent_ledger.ledger import (
     BATCH_ENTRIES,
+    BATCH_FILES,
     BATCH_GC_THRESHOLD,
     COST,
     ONCE_BATCH_ENTRIES,
@@ -27,7 +29,9 @@ from agentwatch.sentinels.agent_ledger.ledger import (
     TOKENS,
     Ledger,
 )
+from agentwatch.sentinels.agent_ledger.main import open_ledger
 from agentwatch.sentinels.agent_ledger.store import DATABASE_FILE, Store
+from agentwatch.sentinels.contract import Context
 from tests.agents import agent_ledger_fake as fake
 
 FILES = 6
@@ -196,3 +200,16 @@ def test_a_batch_runs_with_fewer_collections_and_restores_them(
     assert reader.thresholds and set(reader.thresholds) == {BATCH_GC_THRESHOLD}
     assert (ledger.commits == 0) == raises
     ledger.store.close()
+
+
+@pytest.mark.parametrize("once", [True, False], ids=["once", "loop"])
+def test_the_sentinel_reads_in_larger_batches_with_once(tmp_path: Path, once: bool) -> None:
+    config = registry.config_from_mapping({"sentinels": {"agent-ledger": {"agents": ["gemini"]}}})
+    context = Context(config, tmp_path / "spool", tmp_path / "state", once, lambda: None,
+                      lambda: False, "agent-ledger")  # fmt: skip
+    ledger = open_ledger(context)
+    try:
+        expected = (ONCE_BATCH_FILES, ONCE_BATCH_ENTRIES) if once else (BATCH_FILES, BATCH_ENTRIES)
+        assert (ledger.batch_files, ledger.batch_entries) == expected
+    finally:
+        ledger.store.close()
