@@ -262,7 +262,7 @@ class Ledger:
     def step(self) -> bool:
         """Read and commit the next batch; False when none is queued."""
         if not self.queue:
-            self.store.build_time_index()  # a backfill's end (Store.defer_time_index)
+            self.store.backfilled()  # a backfill's end, or a cycle's (Store.defer_time_index)
             return False
         batch = self.queue.popleft()
         threshold = gc.get_threshold()

@@ -75,7 +75,8 @@ _by_key = operator.itemgetter(KEY)
 # A ledger that opened an empty table knows every key in it: it wrote them. While they are
 # few it keeps them (about 70 bytes each), so `rows_for` asks SQLite only about keys it wrote
 # (a backfill's keys are all new: Gemini 256 MiB, 0.6 s of look-ups for nothing); past
-# _WRITTEN_MAX it forgets them and asks about every key, as a ledger opened on rows does.
+# _WRITTEN_MAX, or once the backfill is done (`backfilled`), it forgets them and asks about
+# every key, as a ledger opened on rows does.
 _WRITTEN_MAX = 1_000_000
 
 
@@ -161,7 +162,7 @@ class Store:
 
     # ---- the time index during a backfill
     def defer_time_index(self) -> None:
-        """While the responses table is empty, drop its time index until `build_time_index`:
+        """While the responses table is empty, drop its time index until `backfilled`:
         a backfill's rows come in key order, not time order, so each row's index entry is a
         write somewhere in the index (Gemini 256 MiB: 1-2 s of CPU), where building it once
         over the finished table is one sort (0.4 s). Only `cost_since` reads by it, and
@@ -173,8 +174,11 @@ class Store:
             self.db.execute("DROP INDEX IF EXISTS responses_by_time")
             self._time_index_deferred = True
 
-    def build_time_index(self) -> None:
-        """The time index back, once the backfill `defer_time_index` started is done."""
+    def backfilled(self) -> None:
+        """The queue is done: the time index back (if `defer_time_index` dropped it), and
+        the written keys forgotten: a live sentinel's later look-ups are few, and it should
+        not hold a backfill's keys (tens of MB) for good."""
+        self._written = None
         if self._time_index_deferred:
             self.db.execute(_TIME_INDEX)
             self._time_index_deferred = False

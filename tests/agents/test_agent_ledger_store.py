@@ -97,7 +97,7 @@ def test_a_backfill_stopped_before_its_end_gets_the_index_at_the_next_open(tmp_p
     ledger = _ledger(tmp_path, folder, (2, BATCH_ENTRIES))
     ledger.scan()
     assert ledger.step()  # one batch committed, the others not: as a kill would leave it
-    ledger.store.db.close()  # no build_time_index, no clean close
+    ledger.store.db.close()  # not backfilled, no clean close
     ledger.store._lock, lock = -1, ledger.store._lock
     single.release(lock)
     assert not _has_time_index(database)
@@ -137,7 +137,7 @@ def test_a_key_of_an_earlier_batch_of_a_cold_start_counts_once(
 ) -> None:
     """A cold store asks SQLite only about keys it wrote (or, past _WRITTEN_MAX of them,
     about all): a key one batch counted and a later batch's file holds again adds only
-    what grew, in the same process and after a reopen."""
+    what grew, in the same process (in the backfill and after it) and after a reopen."""
     monkeypatch.setattr(store_module, "_WRITTEN_MAX", most)
     folder = tmp_path / "fake"
     _write(folder)  # f0-0 .. f5-4, one batch of 2 files each
@@ -153,13 +153,19 @@ def test_a_key_of_an_earlier_batch_of_a_cold_start_counts_once(
     assert _input(ledger) == FILES * sum(10 + n for n in range(5)) + 4 + 1
     responses = {labels: v for (name, labels), v in ledger.counters.items() if name == RESPONSES}
     assert responses == {(fake.AGENT, "p", "m"): FILES * 5 + 1}
+    assert ledger.store._written is None  # the backfill is done: the keys are let go
+    (folder / "102.jsonl").write_text(fake.line("f3-3", 1.7e9, "s3", "p", "m", (13 + 2, 2, 3, 0)))
+    ledger.scan()
+    while ledger.step():
+        pass
+    assert _input(ledger) == FILES * sum(10 + n for n in range(5)) + 4 + 1 + 2
     ledger.store.close()
     (folder / "101.jsonl").write_text(fake.line("f2-2", 1.7e9, "s2", "p", "m", (12 + 1, 2, 3, 0)))
     again = _ledger(tmp_path, folder, (2, BATCH_ENTRIES))
     again.scan()
     while again.step():
         pass
-    assert _input(again) == FILES * sum(10 + n for n in range(5)) + 4 + 1 + 1
+    assert _input(again) == FILES * sum(10 + n for n in range(5)) + 4 + 1 + 2 + 1
     again.store.close()
 
 
