@@ -141,7 +141,7 @@ class Batch:
 
 @dataclass
 class _Pending:
-    rows: dict[bytes, Row] = field(default_factory=dict)
+    rows: dict[int, Row] = field(default_factory=dict)
     counters: dict[CounterKey, float] = field(default_factory=dict)
     sessions: dict[tuple[str, str], list] = field(default_factory=dict)
     seen: dict[str, set[str]] = field(default_factory=lambda: {d: set() for d in DIMENSIONS})

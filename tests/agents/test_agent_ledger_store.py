@@ -2,11 +2,13 @@
 is dropped while an empty table fills and built when the queue is done (a kill before that
 leaves it to the next open), a ledger with rows keeps it; a cold start's look-ups of keys it
 wrote itself still count a repeated key once; `--once`'s larger batches count what the live
-cycle's small ones count; a batch runs with fewer garbage collections."""
+cycle's small ones count; a batch runs with fewer garbage collections; a schema 1 database
+is migrated without counting anything again."""
 
 from __future__ import annotations
 
 import gc
+import hashlib
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
@@ -219,3 +221,54 @@ def test_the_sentinel_reads_in_larger_batches_with_once(tmp_path: Path, once: bo
         assert (ledger.batch_files, ledger.batch_entries) == expected
     finally:
         ledger.store.close()
+
+
+# Schema 1's responses table, as store.py created it until schema 2 (keys: 16-byte blobs).
+_SCHEMA_1_RESPONSES = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE responses (
+    key BLOB PRIMARY KEY, agent TEXT NOT NULL, session TEXT NOT NULL, project TEXT NOT NULL,
+    model TEXT NOT NULL, ts REAL NOT NULL, t_in REAL NOT NULL, t_out REAL NOT NULL,
+    t_cr REAL NOT NULL, t_cc REAL NOT NULL, cost REAL NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX responses_by_time ON responses (ts, agent);
+INSERT INTO meta VALUES ('schema', '1');
+"""
+
+
+def test_a_schema_1_database_is_migrated_and_nothing_counts_again(tmp_path: Path) -> None:
+    """What schema 1 stored under a 16-byte key is found under the 64-bit key of the same
+    text after the migration: a file read again adds only what grew since."""
+    folder = tmp_path / "fake"
+    _write(folder, files=2)  # f0-* and f1-*: f0-* counted by the old ledger, f0-4 since grown
+    (folder / "000.jsonl").open("a").write(
+        fake.line("f0-4", 1.7e9, "s0", "p", "m", (14 + 3, 2, 3, 0))
+    )
+    database = tmp_path / DATABASE_FILE
+    with sqlite3.connect(database) as old:
+        old.executescript(_SCHEMA_1_RESPONSES)
+        for n in range(5):
+            key = hashlib.blake2b(f"f0-{n}".encode(), digest_size=16).digest()
+            row = (key, fake.AGENT, "s0", "p", "m", 1.7e9, 10.0 + n, 2.0, 3.0, 0.0, 0.0)
+            old.execute("INSERT INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?)", row)
+    ledger = _ledger(tmp_path, folder, (BATCH_FILES, BATCH_ENTRIES))
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("2",)
+        assert db.execute("SELECT count(*), typeof(min(key)) FROM responses").fetchone() == (
+            5,
+            "integer",
+        )
+    assert _has_time_index(database)
+    ledger.scan()
+    while ledger.step():
+        pass
+    assert _input(ledger) == sum(10 + n for n in range(5)) + 3  # file 001, and f0-4's growth
+    responses = {labels: v for (name, labels), v in ledger.counters.items() if name == RESPONSES}
+    assert responses == {(fake.AGENT, "p", "m"): 5}
+    ledger.store.close()
+    again = _ledger(tmp_path, folder, (BATCH_FILES, BATCH_ENTRIES))  # schema 2 stays as it is
+    again.scan()
+    while again.step():
+        pass
+    assert again.commits == 0
+    again.store.close()
