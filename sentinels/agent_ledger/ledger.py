@@ -16,6 +16,7 @@ is forgotten; what it counted stays.
 from __future__ import annotations
 
 import functools
+import gc
 import logging
 import math
 import os
@@ -36,6 +37,15 @@ from agentwatch.sentinels.agent_ledger.base import (
 )
 from agentwatch.sentinels.agent_ledger.readers import Plug, Reader
 from agentwatch.sentinels.agent_ledger.store import (
+    MODEL,
+    PROJECT,
+    SESSION,
+    T_CC,
+    T_CR,
+    T_IN,
+    T_OUT,
+    TS,
+    USD,
     CounterKey,
     FileState,
     Row,
@@ -48,6 +58,17 @@ log = logging.getLogger("agentwatch.agent-ledger")
 
 BATCH_FILES = 64  # files of a per-file reader committed together
 BATCH_ENTRIES = 20_000  # ...or fewer, once their entries reach this
+# With --once nothing is published between batches, so a batch can be larger: each commit
+# writes the pages its random keys touched, and fewer, larger commits write each page fewer
+# times (Gemini 256 MiB: the COMMITs' CPU 2.3 s -> 0.5 s). A crash still keeps or drops a
+# batch whole; the entries held in memory bound its size (about 0.1 KiB each).
+ONCE_BATCH_FILES = 4096
+ONCE_BATCH_ENTRIES = 100_000
+# Allocations between the young generation's collections while a batch is read and decided
+# (the token ledger's backfill does the same): a batch allocates an object or more per
+# record and frees them together, with no cycle among them; at the default 700 the
+# collections re-walked the batch's live objects, 10% of a Gemini backfill's CPU.
+BATCH_GC_THRESHOLD = 100_000
 UNKNOWN = "unknown"  # the label of an empty project, model or session
 UNREADABLE = "unreadable"  # the reject reason of a file a reader could not open or decode
 Priced = tuple[AgentUsage, float | None]  # an entry and its cost (stated or priced)
@@ -109,13 +130,6 @@ def _label(value: str) -> str:
     return label_value(value) or UNKNOWN
 
 
-def _usd(value: float | None) -> float:
-    """A cost as counted: a file's negative, NaN or infinite cost counts as 0."""
-    if value is None or not math.isfinite(value) or value < 0:
-        return 0.0
-    return float(value)
-
-
 @dataclass
 class Batch:
     """Files of one reader read and committed together; `gone`: files to forget with it."""
@@ -127,7 +141,7 @@ class Batch:
 
 @dataclass
 class _Pending:
-    rows: dict[bytes, Row] = field(default_factory=dict)
+    rows: dict[int, Row] = field(default_factory=dict)
     counters: dict[CounterKey, float] = field(default_factory=dict)
     sessions: dict[tuple[str, str], list] = field(default_factory=dict)
     seen: dict[str, set[str]] = field(default_factory=lambda: {d: set() for d in DIMENSIONS})
@@ -165,8 +179,10 @@ class Ledger:
         clock: Callable[[], float] = time.time,
         env: Mapping[str, str] | None = None,
         home: Path | None = None,
+        batch: tuple[int, int] = (BATCH_FILES, BATCH_ENTRIES),
     ):
         self.store = store
+        self.batch_files, self.batch_entries = batch
         self.readers = dict(readers)
         self.session_ttl = session_ttl
         caps = dict(caps or {})
@@ -220,16 +236,18 @@ class Ledger:
             known = self.files[agent]
             changed = {p: s for p, s in stamps.items() if p not in known or known[p].stamp != s}
             gone = [p for p in known if p not in stamps]
-            batches = self._batches(agent, plug, changed, stamps)
+            batches = self._batches(agent, plug, changed, stamps, self.batch_files)
             if gone:
                 if not batches:
                     batches = [Batch(agent, {})]
                 batches[0].gone = gone
             self.queue.extend(batches)
+        if self.queue:
+            self.store.defer_time_index()
 
     @staticmethod
     def _batches(
-        agent: str, plug: Plug, changed: dict[str, Stamp], stamps: dict[str, Stamp]
+        agent: str, plug: Plug, changed: dict[str, Stamp], stamps: dict[str, Stamp], size: int
     ) -> list[Batch]:
         if not changed:
             return []
@@ -237,16 +255,25 @@ class Ledger:
             return [Batch(agent, dict(stamps))]
         items = sorted(changed.items())
         return [
-            Batch(agent, dict(items[start : start + BATCH_FILES]))
-            for start in range(0, len(items), BATCH_FILES)
+            Batch(agent, dict(items[start : start + size])) for start in range(0, len(items), size)
         ]
 
     # ---- reading and counting
     def step(self) -> bool:
         """Read and commit the next batch; False when none is queued."""
         if not self.queue:
+            self.store.backfilled()  # a backfill's end, or a cycle's (Store.defer_time_index)
             return False
         batch = self.queue.popleft()
+        threshold = gc.get_threshold()
+        gc.set_threshold(BATCH_GC_THRESHOLD, *threshold[1:])
+        try:
+            self._step(batch)
+        finally:
+            gc.set_threshold(*threshold)
+        return True
+
+    def _step(self, batch: Batch) -> None:
         plug, reader = self.readers[batch.agent]
         pending = _Pending()
         try:  # the reader's code: reading and pricing
@@ -255,11 +282,10 @@ class Ledger:
             pending.settle()
         except Exception as err:
             self._failed(batch.agent, err)  # its files keep their old stamps: read again
-            return True
+            return
         self._reject_counts(batch, states, pending)
         self._commit(batch, states, pending)
         self._gates[batch.agent].succeeded()
-        return True
 
     def _failed(self, agent: str, err: Exception) -> None:
         self.read_errors[agent] += 1
@@ -303,7 +329,7 @@ class Ledger:
                 continue
             entries.extend(self._bounded(result, reader))
             states[path] = (FileState(batch.stamps[path], {}), dict(result.rejects))
-            if len(entries) >= BATCH_ENTRIES and path != paths[-1]:  # the rest: next batch
+            if len(entries) >= self.batch_entries and path != paths[-1]:  # the rest: next batch
                 rest = paths[paths.index(path) + 1 :]
                 self.queue.appendleft(Batch(batch.agent, {p: batch.stamps[p] for p in rest}))
                 batch.stamps = {p: batch.stamps[p] for p in states}
@@ -362,53 +388,74 @@ class Ledger:
         )
 
     def _decide(self, agent: str, entries: list[Priced], pending: _Pending) -> None:
+        """What each entry adds: all of it for a key not counted yet, else what grew since
+        (per token type and the cost; nothing when nothing grew). The sums per label set and
+        per session are added in the entries' order (floats: the same order, the same sums).
+        One loop with the amounts unrolled: it runs once per response of a backfill."""
         keys = [key_hash(entry.key) for entry, _cost in entries]
         known = self.store.rows_for(keys)
         now = self.clock()
-        rows = pending.rows
+        rows, groups, sessions = pending.rows, pending.groups, pending.sessions
+        unpriced = pending.unpriced
+        projects, models = pending.seen["project"], pending.seen["model"]
+        isfinite = math.isfinite
         for (entry, cost), key in zip(entries, keys, strict=True):
-            # _bounded kept only counts from 0 to MAX_TOKENS: floats of them are exact
-            new = [float(entry.input), float(entry.output), float(entry.cache_read),
-                   float(entry.cache_creation), _usd(cost) or 0.0]  # fmt: skip
+            # _bounded kept counts from 0 to MAX_TOKENS (floats of them are exact) and costs
+            # that are None or finite from 0 to MAX_COST_USD
+            g_in, g_out = float(entry.input), float(entry.output)
+            g_cr, g_cc = float(entry.cache_read), float(entry.cache_creation)
+            g_usd = float(cost) if cost else 0.0
             row = rows.get(key) or known.get(key)
-            fresh = row is None
             if row is None:  # nothing counted yet: all of it grew
-                stamp = entry.timestamp if math.isfinite(entry.timestamp) else now
-                row = Row(agent, _label(entry.session), _label(entry.project),
-                          _label(entry.model), stamp, new)  # fmt: skip
-                grown = new
+                fresh = 1.0
+                stamp = entry.timestamp if isfinite(entry.timestamp) else now
+                session_label, project = _label(entry.session), _label(entry.project)
+                row = rows[key] = [key, agent, session_label, project, _label(entry.model),
+                                   stamp, g_in, g_out, g_cr, g_cc, g_usd]  # fmt: skip
             else:
-                grown = [max(0.0, n - c) for n, c in zip(new, row.amounts, strict=True)]
-                if not fresh and not any(grown):
+                fresh = 0.0
+                g_in = g_in - row[T_IN] if g_in > row[T_IN] else 0.0
+                g_out = g_out - row[T_OUT] if g_out > row[T_OUT] else 0.0
+                g_cr = g_cr - row[T_CR] if g_cr > row[T_CR] else 0.0
+                g_cc = g_cc - row[T_CC] if g_cc > row[T_CC] else 0.0
+                g_usd = g_usd - row[USD] if g_usd > row[USD] else 0.0
+                if not (g_in or g_out or g_cr or g_cc or g_usd):
                     continue
-                row.amounts = [c + g for c, g in zip(row.amounts, grown, strict=True)]
-            rows[key] = row
-            self._count(row, grown, fresh, cost is not None, min(row.ts, now), pending)
-
-    @staticmethod
-    def _count(
-        row: Row, grown: list[float], fresh: bool, priced: bool, active: float, pending: _Pending
-    ) -> None:
-        agent, project, model = row.agent, row.project, row.model
-        pending.seen["project"].add(project)
-        pending.seen["model"].add(model)
-        group = pending.groups.get((agent, project, model))
-        if group is None:
-            group = pending.groups[agent, project, model] = [0.0] * 6
-        if fresh:  # each sum in the order `add` would have summed it
-            group[0] += 1
-        for index, value in enumerate(grown, start=1):
-            group[index] += value
-        if not priced:
-            pending.unpriced[agent, model] = pending.unpriced.get((agent, model), 0.0) + sum(
-                grown[:4]
-            )
-        session = pending.sessions.get((agent, row.session))
-        if session is None:
-            session = pending.sessions[agent, row.session] = [project, active, active, *[0.0] * 5]
-        session[1], session[2] = min(session[1], active), max(session[2], active)
-        for index, value in enumerate(grown, start=3):
-            session[index] += value
+                row[T_IN] += g_in
+                row[T_OUT] += g_out
+                row[T_CR] += g_cr
+                row[T_CC] += g_cc
+                row[USD] += g_usd
+                rows[key] = row
+            project, model = row[PROJECT], row[MODEL]
+            projects.add(project)
+            models.add(model)
+            group = groups.get((agent, project, model))
+            if group is None:
+                group = groups[agent, project, model] = [0.0] * 6
+            group[0] += fresh  # each sum in the order `add` would have summed it
+            group[1] += g_in
+            group[2] += g_out
+            group[3] += g_cr
+            group[4] += g_cc
+            group[5] += g_usd
+            if cost is None:
+                unpriced[agent, model] = unpriced.get((agent, model), 0.0) + (
+                    g_in + g_out + g_cr + g_cc
+                )
+            active = row[TS] if row[TS] < now else now
+            session = sessions.get((agent, row[SESSION]))
+            if session is None:
+                session = sessions[agent, row[SESSION]] = [project, active, active, *[0.0] * 5]
+            elif active < session[1]:
+                session[1] = active
+            elif active > session[2]:
+                session[2] = active
+            session[3] += g_in
+            session[4] += g_out
+            session[5] += g_cr
+            session[6] += g_cc
+            session[7] += g_usd
 
     def _commit(
         self,

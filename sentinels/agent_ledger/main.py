@@ -1,8 +1,9 @@
 """The cycles of `agentwatch sentinel agent-ledger` and the families it publishes.
 
 A cycle scans every reader's roots (a stat per session file), then reads and commits the
-changed files batch by batch: all of them with `--once`, else about a second's worth per
-cycle, so partial totals are published as a long backfill goes. There is no inotify: the
+changed files batch by batch: all of them with `--once` (in larger batches, as nothing is
+published in between: ledger.ONCE_BATCH_FILES), else about a second's worth per cycle, so
+partial totals are published as a long backfill goes. There is no inotify: the
 agents' files are polled every `interval` (30 s), which is what a spend gauge needs.
 """
 
@@ -23,7 +24,11 @@ from agentwatch.core.spend import PERIODS, RunWatch, first_minute_after, period_
 from agentwatch.sentinels.agent_ledger import readers
 from agentwatch.sentinels.agent_ledger.base import TOKEN_TYPES
 from agentwatch.sentinels.agent_ledger.ledger import (
+    BATCH_ENTRIES,
+    BATCH_FILES,
     COST,
+    ONCE_BATCH_ENTRIES,
+    ONCE_BATCH_FILES,
     REJECTED,
     RESPONSES,
     TOKENS,
@@ -75,7 +80,8 @@ def open_ledger(context: Context) -> Ledger:
         "model": settings["max_models"],
         "session": settings["max_sessions"],
     }
-    return Ledger(store, loaded, settings["session_ttl"], caps)
+    batch = (ONCE_BATCH_FILES, ONCE_BATCH_ENTRIES) if context.once else (BATCH_FILES, BATCH_ENTRIES)
+    return Ledger(store, loaded, settings["session_ttl"], caps, batch=batch)
 
 
 class AgentLedger:
