@@ -54,7 +54,7 @@ def preload(modules: Iterable[str]) -> None:
     for name in modules:
         try:
             importlib.import_module(name)
-        except ImportError:  # the child that needs it says so in its log
+        except Exception:  # the child that needs it says why, in its own log
             continue
     gc.freeze()
 
@@ -150,7 +150,7 @@ def _become_child(
 
 
 def _run(module: str, args: list[str]) -> int:
-    sys.argv = [sys.executable, *args]
+    sys.argv = [module, *args]  # as `python -m` would show it
     try:
         code = importlib.import_module(module).main(args)
     except SystemExit as done:
