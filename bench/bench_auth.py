@@ -80,6 +80,11 @@ def start(work: Path, tree: Path | None) -> tuple[subprocess.Popen, int]:
          "--spool-dir", str(work / "spool")],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
+    return listening(process, port, "the exporter")
+
+
+def listening(process: subprocess.Popen, port: int, what: str) -> tuple[subprocess.Popen, int]:
+    """The process and its port once it accepts connections (within 30 s), else stopped."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -88,7 +93,7 @@ def start(work: Path, tree: Path | None) -> tuple[subprocess.Popen, int]:
         except OSError:
             time.sleep(0.1)
     stop(process)
-    raise pairs.SetupError("the exporter did not start")
+    raise pairs.SetupError(f"{what} did not start")
 
 
 def start_peer(work: Path) -> tuple[subprocess.Popen, int]:
@@ -99,15 +104,7 @@ def start_peer(work: Path) -> tuple[subprocess.Popen, int]:
          f"--web.config.file={web_config(work)}", "--collector.disable-defaults"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 1).close()
-            return process, port
-        except OSError:
-            time.sleep(0.1)
-    stop(process)
-    raise pairs.SetupError("node_exporter did not start")
+    return listening(process, port, "node_exporter")
 
 
 def versus_peer(work: Path, samples: int) -> pairs.Pairs:
