@@ -56,6 +56,49 @@ class AgentUsage:
         return (self.input, self.output, self.cache_read, self.cache_creation)
 
 
+class _Unfrozen:
+    """AgentUsage's slots in its order, without its frozen `__setattr__`: `usage` fills one
+    with plain attribute stores and then gives it AgentUsage's class (the same layout, so
+    Python allows the swap)."""
+
+    __slots__ = AgentUsage.__slots__
+
+    def __init__(
+        self, agent: str, key: str, timestamp: float, session: str, project: str,
+        model: str, input: int, output: int, cache_read: int, cache_creation: int,
+        cost_usd: float | None,
+    ) -> None:  # fmt: skip
+        self.agent = agent
+        self.key = key
+        self.timestamp = timestamp
+        self.session = session
+        self.project = project
+        self.model = model
+        self.input = input
+        self.output = output
+        self.cache_read = cache_read
+        self.cache_creation = cache_creation
+        self.cost_usd = cost_usd
+
+
+_TO_CLASS = object.__dict__["__class__"].__set__
+
+
+def usage(
+    agent: str, key: str, timestamp: float, session: str, project: str, model: str,
+    input: int, output: int, cache_read: int, cache_creation: int,
+    cost_usd: float | None = None,
+) -> AgentUsage:  # fmt: skip
+    """`AgentUsage(...)` with the same arguments, the same object (equal, hashed alike,
+    frozen), at a quarter of the cost: the frozen dataclass's `__init__` sets each field
+    through `object.__setattr__` (1.1 us an entry against 0.3 us; a 256 MiB backfill makes
+    a few hundred thousand). For readers of the base class; a subclass has its own layout."""
+    entry = _Unfrozen(agent, key, timestamp, session, project, model, input, output,
+                      cache_read, cache_creation, cost_usd)  # fmt: skip
+    _TO_CLASS(entry, AgentUsage)
+    return entry  # type: ignore[return-value]
+
+
 def out_of_bounds(entry: AgentUsage, cost: float | None) -> str | None:
     """The reject reason of a record the ledger must not count, None for a good one:
     `bad_token_count` for a count that is not an integer from 0 to MAX_TOKENS (the token

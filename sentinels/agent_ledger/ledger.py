@@ -51,7 +51,7 @@ from agentwatch.sentinels.agent_ledger.store import (
     Row,
     Stamp,
     Store,
-    key_hash,
+    key_hashes,
 )
 
 log = logging.getLogger("agentwatch.agent-ledger")
@@ -64,11 +64,13 @@ BATCH_ENTRIES = 20_000  # ...or fewer, once their entries reach this
 # batch whole; the entries held in memory bound its size (about 0.1 KiB each).
 ONCE_BATCH_FILES = 4096
 ONCE_BATCH_ENTRIES = 100_000
-# Allocations between the young generation's collections while a batch is read and decided
-# (the token ledger's backfill does the same): a batch allocates an object or more per
-# record and frees them together, with no cycle among them; at the default 700 the
-# collections re-walked the batch's live objects, 10% of a Gemini backfill's CPU.
-BATCH_GC_THRESHOLD = 100_000
+# Allocations between the young generation's collections while a batch is read and decided:
+# a batch allocates a few objects per record (the record, its row) and frees them together,
+# with no cycle among them; at the default 700 the collections re-walked the batch's live
+# objects, 10% of a Gemini backfill's CPU, and at 100,000 still walked each of them once
+# (OpenCode 256 MiB: 0.1 s). A million spans a --once batch (100,000 entries, a few objects
+# each), so a batch seldom meets a collection; what it frees it frees by reference count.
+BATCH_GC_THRESHOLD = 1_000_000
 UNKNOWN = "unknown"  # the label of an empty project, model or session
 UNREADABLE = "unreadable"  # the reject reason of a file a reader could not open or decode
 Priced = tuple[AgentUsage, float | None]  # an entry and its cost (stated or priced)
@@ -392,7 +394,7 @@ class Ledger:
         (per token type and the cost; nothing when nothing grew). The sums per label set and
         per session are added in the entries' order (floats: the same order, the same sums).
         One loop with the amounts unrolled: it runs once per response of a backfill."""
-        keys = [key_hash(entry.key) for entry, _cost in entries]
+        keys = key_hashes([entry.key for entry, _cost in entries])
         known = self.store.rows_for(keys)
         now = self.clock()
         rows, groups, sessions = pending.rows, pending.groups, pending.sessions

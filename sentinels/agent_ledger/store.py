@@ -75,6 +75,19 @@ def key_hash(key: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
+def key_hashes(keys: Iterable[str]) -> list[int]:
+    """`key_hash` of each key, its look-ups bound once (a backfill hashes every key)."""
+    blake2b, from_bytes = hashlib.blake2b, int.from_bytes
+    return [
+        from_bytes(
+            blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()[:8],
+            "big",
+            signed=True,
+        )
+        for key in keys
+    ]
+
+
 def _key_of_schema_1(key: bytes) -> int:
     return int.from_bytes(key[:8], "big", signed=True)
 

@@ -272,3 +272,14 @@ def test_a_schema_1_database_is_migrated_and_nothing_counts_again(tmp_path: Path
         pass
     assert again.commits == 0
     again.store.close()
+
+
+def test_keys_hashed_together_are_what_one_key_hashes_to() -> None:
+    """`key_hashes` (the ledger's) gives `key_hash` of each key, also for keys with non-ASCII
+    text and a lone surrogate (encoded with surrogatepass), and the first 8 bytes of the
+    16-byte BLAKE2b digest, as schema 1's keys began."""
+    keys = ["opencode:msg_1", "", "gemini:é/ü\0x", "codex:\ud800", "k" * 500]
+    hashed = store_module.key_hashes(keys)
+    assert hashed == [store_module.key_hash(key) for key in keys]
+    digest = hashlib.blake2b(b"opencode:msg_1", digest_size=16).digest()
+    assert hashed[0] == int.from_bytes(digest[:8], "big", signed=True)
