@@ -21,14 +21,14 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from .base import AgentUsage, ReadResult
+from .base import AgentUsage, ReadResult, usage
 
 AGENT = "gemini"
 DATA_DIR_ENV = "GEMINI_DATA_DIR"
@@ -690,48 +690,6 @@ def _project_of(folder: Path) -> str:
             continue
         return Path(named).name if named else ""
     return ""
-
-
-_USAGE_FIELDS = ("agent", "key", "timestamp", "session", "project", "model", "input", "output",
-                 "cache_read", "cache_creation", "cost_usd")  # fmt: skip
-
-
-def _usage_maker() -> Callable[..., AgentUsage]:
-    """AgentUsage(agent, ..., cache_creation) with cost_usd None, made without the frozen
-    dataclass's __init__ (an object.__setattr__ call per field: more than half of what an
-    entry costs to make): the slots are set through their descriptors, the same object.
-    The class itself when its fields are not the ones expected here."""
-    if tuple(field.name for field in fields(AgentUsage)) != _USAGE_FIELDS or not all(
-        hasattr(AgentUsage.__dict__.get(name), "__set__") for name in _USAGE_FIELDS
-    ):
-        return AgentUsage
-    new = object.__new__
-    agent_, key_, stamp_, session_, project_, model_, input_, output_, read_, creation_, cost_ = (
-        AgentUsage.__dict__[name].__set__ for name in _USAGE_FIELDS
-    )
-
-    def usage(
-        agent: str, key: str, timestamp: float, session: str, project: str, model: str,
-        fresh: int, output: int, cache_read: int, cache_creation: int,
-    ) -> AgentUsage:  # fmt: skip
-        entry: AgentUsage = new(AgentUsage)
-        agent_(entry, agent)
-        key_(entry, key)
-        stamp_(entry, timestamp)
-        session_(entry, session)
-        project_(entry, project)
-        model_(entry, model)
-        input_(entry, fresh)
-        output_(entry, output)
-        read_(entry, cache_read)
-        creation_(entry, cache_creation)
-        cost_(entry, None)
-        return entry
-
-    return usage
-
-
-usage = _usage_maker()
 
 
 def read_file(path: Path, result: ReadResult) -> None:

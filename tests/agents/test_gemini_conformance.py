@@ -353,7 +353,7 @@ def test_keys_carry_no_text(edge: tuple[Path, Path, Rows]) -> None:
 
 
 def test_entries_are_what_the_class_makes(edge: tuple[Path, Path, Rows]) -> None:
-    """The reader makes its entries without AgentUsage's __init__ (gemini.usage): the same
+    """The reader makes its entries without AgentUsage's __init__ (base.usage): the same
     class, the same fields, still frozen."""
     entries = gemini.read_files(gemini.files(edge[0])).entries
     made = gemini.usage("gemini", "k", 1.5, "s", "p", "m", 1, 2, 3, 0)
