@@ -179,6 +179,12 @@ class Counted:
     cache_read: int
 
 
+def _beyond_parts(output: int, reasoning: int, missing: int) -> tuple[int, int]:
+    """(output, reasoning) with a total's tokens beyond the parts added: they are output
+    when no output is known, else reasoning (both count paths use this one rule)."""
+    return (missing, reasoning) if output == 0 else (output, reasoning + missing)
+
+
 def count(tokens: Tokens, session_rule: bool) -> Counted | None:
     """ccusage's build_event: None for a response worth nothing."""
     fresh, cache_read = _session_input(tokens) if session_rule else _subtract_cached(tokens)
@@ -188,12 +194,9 @@ def count(tokens: Tokens, session_rule: bool) -> Counted | None:
     if total is None:
         total = fresh + output + cache_read + tokens.thoughts
     reasoning = tokens.thoughts
-    missing = max(total - (fresh + output + cache_read + reasoning), 0)
-    if missing:
-        if output == 0:
-            output = missing
-        else:
-            reasoning += missing
+    missing = total - (fresh + output + cache_read + reasoning)
+    if missing > 0:
+        output, reasoning = _beyond_parts(output, reasoning, missing)
     if fresh == 0 and output == 0 and cache_read == 0 and reasoning == 0:
         return None
     return Counted(fresh, output + reasoning, cache_read)
@@ -426,11 +429,8 @@ def message_counts(tokens: dict[str, Any]) -> tuple[int, int, int] | None:
         i -= min(i, c)
     i += tl  # tool tokens are input
     missing = total - (i + o + c + th)
-    if missing > 0:  # a total beyond the parts is output (reasoning when output is known)
-        if o == 0:
-            o = missing
-        else:
-            th += missing
+    if missing > 0:
+        o, th = _beyond_parts(o, th, missing)
     if i == 0 and o == 0 and c == 0 and th == 0:
         return None
     return i, o + th, c
