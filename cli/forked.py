@@ -33,8 +33,12 @@ from pathlib import Path
 
 from agentwatch.core.process import die_with_parent
 
-# The modules run in a fork: `python -m MODULE` for these names runs MODULE's `main(args)`.
-ENTRIES = {"agentwatch.cli": "agentwatch.cli.entry", "agentwatch.demo.webhook_sink": None}
+# What runs in a fork: `python -m NAME`, for each NAME here, is `main(args)` of the module
+# it maps to.
+ENTRIES = {
+    "agentwatch.cli": "agentwatch.cli.entry",
+    "agentwatch.demo.webhook_sink": "agentwatch.demo.webhook_sink",
+}
 PR_SET_NAME = 15
 
 
@@ -43,7 +47,7 @@ def entry_of(argv: list[str]) -> tuple[str, list[str]] | None:
     is not `python -m` one of ENTRIES (Prometheus, Alertmanager, the demo: new processes)."""
     if len(argv) < 3 or argv[0] != sys.executable or argv[1] != "-m" or argv[2] not in ENTRIES:
         return None
-    return ENTRIES[argv[2]] or argv[2], argv[3:]
+    return ENTRIES[argv[2]], argv[3:]
 
 
 def preload(modules: Iterable[str]) -> None:
