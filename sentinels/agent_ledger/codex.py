@@ -713,10 +713,29 @@ _CANDIDATE = re.compile(
 CHUNK = 1 << 20  # bytes read at a time: memory is a chunk plus the longest line
 
 
+def _candidates_py(data: bytes, stop: int, base: int) -> list[tuple[int, bytes]]:
+    """(base + start, line) of each line of data[:stop] holding a _CANDIDATE string, its
+    newline kept. _codexscan.collect is the same in C; this runs without it."""
+    search = _CANDIDATE.search
+    out: list[tuple[int, bytes]] = []
+    pos = 0
+    while (found := search(data, pos, stop)) is not None:
+        start = data.rfind(b"\n", pos, found.start()) + 1 or pos
+        pos = data.find(b"\n", found.end(), stop) + 1 or stop
+        out.append((base + start, data[start:pos]))
+    return out
+
+
+try:  # built from _codexscan.c with the package; without a compiler, the loop in Python
+    from agentwatch.sentinels.agent_ledger._codexscan import collect as _collect
+except ImportError:  # pragma: no cover - the conformance tests require it
+    _collect = _candidates_py
+
+
 def _candidate_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
     """(offset, line) of each line that may be a session or headless line, newline kept,
     read in chunks of whole lines."""
-    search = _CANDIDATE.search
+    collect = _collect
     base, rest, size = 0, b"", CHUNK
     while True:
         chunk = handle.read(size)
@@ -725,11 +744,7 @@ def _candidate_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
         if chunk and end == 0:  # no whole line yet: read on, twice as much each time
             rest, size = data, max(CHUNK, len(data))
             continue
-        pos = 0
-        while (found := search(data, pos, end)) is not None:
-            start = data.rfind(b"\n", pos, found.start()) + 1 or pos
-            pos = data.find(b"\n", found.end(), end) + 1 or end
-            yield base + start, data[start:pos]
+        yield from collect(data, end, base)
         if not chunk:
             return
         rest, base, size = data[end:], base + end, CHUNK

@@ -448,6 +448,35 @@ def test_lines_across_chunk_boundaries_read_the_same(
     assert cut.rejects == whole.rejects
 
 
+# Pieces of lines near the six strings the line finder looks for: whole, cut, unquoted.
+FINDER_PIECES = [
+    b'"turn_context"', b'"token_count"', b'"thread_settings_applied"', b'"usage":',
+    b'"input_tokens":', b'"prompt_tokens":', b'"usage"', b'"input_tokens"', b'turn_context"',
+    b'"token_count', b'"thread_settings_applied', b'"t', b'"', b"\n", b"x", b" ", b"\x00",
+    b'"prompt_tokens" :', b'\\"usage\\":', b"\xff",
+]  # fmt: skip
+
+
+def test_the_c_line_finder_finds_what_the_python_loop_finds() -> None:
+    """_codexscan.collect (C, SIMD) hands back exactly the lines _candidates_py (a regex)
+    does, at the same offsets, for random lines of pieces cut at any stop, a needle cut by
+    the stop included. It is built with the package: its absence fails here."""
+    from agentwatch.sentinels.agent_ledger._codexscan import collect
+
+    assert codex._collect is collect
+    rng = random.Random(29)
+    found = 0
+    for _ in range(20_000):
+        data = b"".join(rng.choice(FINDER_PIECES) for _ in range(rng.randint(0, 40)))
+        for stop in {len(data), data.rfind(b"\n") + 1, rng.randint(0, len(data))}:
+            expected = codex._candidates_py(data, stop, 7)
+            assert collect(data, stop, 7) == expected, (data, stop)
+            found += len(expected)
+    assert found > 10_000  # the pieces do make lines that count
+    with pytest.raises(ValueError):
+        collect(b"abc", 4, 0)
+
+
 EDGE_LINES = [
     b'{"timestamp":NaN,"type":"turn_context","payload":{"model":"gpt-5"}}',
     b'{"timestamp":"2026-03-01T10:00:00.000Z","type":"event_msg","payload":{"type":'

@@ -1,0 +1,3 @@
+"""The Codex reader's line finder (sentinels/agent_ledger/_codexscan.c)."""
+
+def collect(data: bytes, stop: int, base: int, /) -> list[tuple[int, bytes]]: ...
