@@ -93,8 +93,324 @@ static PyObject *collect(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* ---- a token_count or turn_context line as Codex writes it, read in one pass -----------
+ *
+ * plain(line) answers only for the plain case: the whole line strict JSON of ASCII
+ * with no escape, no exponent and no nesting past MAX_DEPTH; at the top "type":"event_msg",
+ * a string "timestamp" and a "payload" object whose "type" is "token_count", with no
+ * model, model_name, metadata or thread_settings; its "info" object with no model,
+ * model_name or metadata and two usage objects of exactly Codex's names (with or without
+ * cache_write_input_tokens), each value a plain integer below 10^19; no key the rules read
+ * given twice. Then json.loads and orjson both read the line, and codex._token_count_line
+ * would take it: it returns (timestamp, total, last), each usage as (input, cached,
+ * cache_write, output, reasoning, total_tokens) as recorded. Or the same kind of line with
+ * "type":"turn_context" at the top, a "payload" object with no model_name, metadata,
+ * thread_settings or info, its "type", "model" and "cwd" strings when present, the top's
+ * timestamp a string when present: (model, cwd), either None when absent, which is all
+ * codex._session_line takes from it (and _session_line_ok passes it). Anything else: None,
+ * and the Python rules decide (tests/agents/test_codex_conformance.py holds the two equal). */
+
+#define MAX_DEPTH 64
+
+typedef struct { const char *s, *end; } cursor;
+
+static inline void ws(cursor *c) {
+    while (c->s < c->end && (*c->s == ' ' || *c->s == '\t' || *c->s == '\n' || *c->s == '\r'))
+        c->s++;
+}
+
+/* A string at c->s ('"'); its contents in [*from, *to). -1: not a plain string. */
+static int string(cursor *c, const char **from, const char **to) {
+    const char *p = c->s + 1;
+    while (p < c->end) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"') {
+            *from = c->s + 1;
+            *to = p;
+            c->s = p + 1;
+            return 0;
+        }
+        if (ch == '\\' || ch < 0x20 || ch >= 0x80) return -1;
+        p++;
+    }
+    return -1;
+}
+
+static inline int is_digit(char ch) { return ch >= '0' && ch <= '9'; }
+
+static int number(cursor *c) {
+    const char *p = c->s;
+    if (p < c->end && *p == '-') p++;
+    if (p >= c->end || !is_digit(*p)) return -1;
+    if (*p == '0') p++;
+    else while (p < c->end && is_digit(*p)) p++;
+    if (p < c->end && *p == '.') {
+        p++;
+        if (p >= c->end || !is_digit(*p)) return -1;
+        while (p < c->end && is_digit(*p)) p++;
+    }
+    if (p < c->end && (*p == 'e' || *p == 'E')) return -1;
+    c->s = p;
+    return 0;
+}
+
+static int word(cursor *c, const char *text, size_t n) {
+    if ((size_t)(c->end - c->s) < n || memcmp(c->s, text, n) != 0) return -1;
+    c->s += n;
+    return 0;
+}
+
+static int value(cursor *c, int depth);
+
+/* An object or array at c->s, skipped. */
+static int container(cursor *c, int depth) {
+    if (depth > MAX_DEPTH) return -1;
+    char close = *c->s == '{' ? '}' : ']';
+    int object = close == '}';
+    c->s++;
+    ws(c);
+    if (c->s < c->end && *c->s == close) {
+        c->s++;
+        return 0;
+    }
+    for (;;) {
+        if (object) {
+            const char *a, *b;
+            if (c->s >= c->end || *c->s != '"' || string(c, &a, &b) < 0) return -1;
+            ws(c);
+            if (c->s >= c->end || *c->s != ':') return -1;
+            c->s++;
+            ws(c);
+        }
+        if (value(c, depth + 1) < 0) return -1;
+        ws(c);
+        if (c->s >= c->end) return -1;
+        if (*c->s == ',') {
+            c->s++;
+            ws(c);
+            continue;
+        }
+        if (*c->s != close) return -1;
+        c->s++;
+        return 0;
+    }
+}
+
+static int value(cursor *c, int depth) {
+    if (c->s >= c->end) return -1;
+    const char *a, *b;
+    switch (*c->s) {
+    case '"': return string(c, &a, &b);
+    case '{': case '[': return container(c, depth);
+    case 't': return word(c, "true", 4);
+    case 'f': return word(c, "false", 5);
+    case 'n': return word(c, "null", 4);
+    default: return number(c);
+    }
+}
+
+static inline int key_is(const char *a, const char *b, const char *name) {
+    size_t n = strlen(name);
+    return (size_t)(b - a) == n && memcmp(a, name, n) == 0;
+}
+
+/* Walks an object at c->s (after ws): for each key, calls visit(key, c, depth, ctx), which
+ * reads the value and returns 0, or -1 to give up. */
+typedef int (*visitor)(const char *a, const char *b, cursor *c, int depth, void *ctx);
+
+static int members(cursor *c, int depth, visitor visit, void *ctx) {
+    if (depth > MAX_DEPTH || c->s >= c->end || *c->s != '{') return -1;
+    c->s++;
+    ws(c);
+    if (c->s < c->end && *c->s == '}') {
+        c->s++;
+        return 0;
+    }
+    for (;;) {
+        const char *a, *b;
+        if (c->s >= c->end || *c->s != '"' || string(c, &a, &b) < 0) return -1;
+        ws(c);
+        if (c->s >= c->end || *c->s != ':') return -1;
+        c->s++;
+        ws(c);
+        if (visit(a, b, c, depth + 1, ctx) < 0) return -1;
+        ws(c);
+        if (c->s >= c->end) return -1;
+        if (*c->s == ',') {
+            c->s++;
+            ws(c);
+            continue;
+        }
+        if (*c->s != '}') return -1;
+        c->s++;
+        return 0;
+    }
+}
+
+static const char *const USAGE_NAMES[6] = {
+    "input_tokens", "cached_input_tokens", "cache_write_input_tokens",
+    "output_tokens", "reasoning_output_tokens", "total_tokens",
+};
+
+typedef struct { unsigned long long n[6]; int seen; } usage;
+
+static int usage_member(const char *a, const char *b, cursor *c, int depth, void *ctx) {
+    (void)depth;
+    usage *u = ctx;
+    for (int i = 0; i < 6; i++) {
+        if (!key_is(a, b, USAGE_NAMES[i])) continue;
+        if (u->seen & (1 << i)) return -1;
+        u->seen |= 1 << i;
+        const char *p = c->s;
+        unsigned long long n = 0;
+        int count = 0;
+        while (p < c->end && is_digit(*p)) {
+            n = n * 10 + (unsigned long long)(*p - '0');
+            p++;
+            count++;
+        }
+        if (count == 0 || count > 19 || (count > 1 && *c->s == '0')) return -1;
+        if (p < c->end && (*p == '.' || *p == 'e' || *p == 'E')) return -1;
+        u->n[i] = n;
+        c->s = p;
+        return 0;
+    }
+    return -1; /* a name Codex does not write: the rules in Python */
+}
+
+static int read_usage(cursor *c, int depth, usage *u) {
+    memset(u, 0, sizeof *u);
+    if (members(c, depth, usage_member, u) < 0) return -1;
+    return (u->seen == 0x3b || u->seen == 0x3f) ? 0 : -1; /* all five, cache writes or not */
+}
+
+typedef struct { usage total, last; int seen; } info_fields;
+
+static int info_member(const char *a, const char *b, cursor *c, int depth, void *ctx) {
+    info_fields *f = ctx;
+    if (key_is(a, b, "total_token_usage") || key_is(a, b, "last_token_usage")) {
+        int which = key_is(a, b, "total_token_usage") ? 1 : 2;
+        if (f->seen & which) return -1;
+        f->seen |= which;
+        return read_usage(c, depth, which == 1 ? &f->total : &f->last);
+    }
+    if (key_is(a, b, "model") || key_is(a, b, "model_name") || key_is(a, b, "metadata"))
+        return -1;
+    return value(c, depth);
+}
+
+/* payload's seen bits */
+#define P_TYPE 1
+#define P_INFO 2
+#define P_MODEL 4
+#define P_CWD 8
+typedef struct {
+    info_fields info;
+    const char *type, *type_end, *model, *model_end, *cwd, *cwd_end;
+    int seen;
+} payload_fields;
+
+static int text_once(cursor *c, int *seen, int bit, const char **from, const char **to) {
+    if ((*seen & bit) || c->s >= c->end || *c->s != '"') return -1;
+    *seen |= bit;
+    return string(c, from, to);
+}
+
+static int payload_member(const char *a, const char *b, cursor *c, int depth, void *ctx) {
+    payload_fields *f = ctx;
+    if (key_is(a, b, "type")) return text_once(c, &f->seen, P_TYPE, &f->type, &f->type_end);
+    if (key_is(a, b, "model")) return text_once(c, &f->seen, P_MODEL, &f->model, &f->model_end);
+    if (key_is(a, b, "cwd")) return text_once(c, &f->seen, P_CWD, &f->cwd, &f->cwd_end);
+    if (key_is(a, b, "info")) {
+        if (f->seen & P_INFO) return -1;
+        f->seen |= P_INFO;
+        return members(c, depth, info_member, &f->info);
+    }
+    if (key_is(a, b, "model_name") || key_is(a, b, "metadata") || key_is(a, b, "thread_settings"))
+        return -1;
+    return value(c, depth);
+}
+
+#define T_TYPE 1
+#define T_STAMP 2
+#define T_PAYLOAD 4
+typedef struct {
+    payload_fields payload;
+    const char *type, *type_end, *stamp, *stamp_end;
+    int seen;
+} top_fields;
+
+static int top_member(const char *a, const char *b, cursor *c, int depth, void *ctx) {
+    top_fields *f = ctx;
+    if (key_is(a, b, "type")) return text_once(c, &f->seen, T_TYPE, &f->type, &f->type_end);
+    if (key_is(a, b, "timestamp")) return text_once(c, &f->seen, T_STAMP, &f->stamp, &f->stamp_end);
+    if (key_is(a, b, "payload")) {
+        if (f->seen & T_PAYLOAD) return -1;
+        f->seen |= T_PAYLOAD;
+        return members(c, depth, payload_member, &f->payload);
+    }
+    return value(c, depth);
+}
+
+static PyObject *usage_tuple(const usage *u) {
+    return Py_BuildValue("(KKKKKK)", u->n[0], u->n[1], u->n[2], u->n[3], u->n[4], u->n[5]);
+}
+
+static PyObject *text(int has, const char *from, const char *to) {
+    if (!has) Py_RETURN_NONE;
+    return PyUnicode_DecodeASCII(from, to - from, NULL);
+}
+
+PyDoc_STRVAR(plain_doc,
+"plain(line: bytes) -> tuple | None\n\n"
+"A plain token_count line: (timestamp, total, last); a plain turn_context line: (model,\n"
+"cwd), either None when absent (see the comment in the source); None for any other line.");
+
+static PyObject *plain(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "plain() takes bytes");
+        return NULL;
+    }
+    cursor c = {PyBytes_AS_STRING(arg), PyBytes_AS_STRING(arg) + PyBytes_GET_SIZE(arg)};
+    top_fields f;
+    memset(&f, 0, sizeof f);
+    ws(&c);
+    if (members(&c, 0, top_member, &f) < 0) Py_RETURN_NONE;
+    ws(&c);
+    payload_fields *p = &f.payload;
+    if (c.s != c.end || !(f.seen & T_TYPE) || !(f.seen & T_PAYLOAD)) Py_RETURN_NONE;
+    if (key_is(f.type, f.type_end, "event_msg")) {
+        if (!(f.seen & T_STAMP) || (p->seen & (P_TYPE | P_INFO | P_MODEL)) != (P_TYPE | P_INFO) ||
+            !key_is(p->type, p->type_end, "token_count") || p->info.seen != 3)
+            Py_RETURN_NONE;
+        PyObject *total = usage_tuple(&p->info.total), *last = usage_tuple(&p->info.last);
+        PyObject *stamp = text(1, f.stamp, f.stamp_end);
+        if (total == NULL || last == NULL || stamp == NULL) {
+            Py_XDECREF(total);
+            Py_XDECREF(last);
+            Py_XDECREF(stamp);
+            return NULL;
+        }
+        return Py_BuildValue("(NNN)", stamp, total, last);
+    }
+    if (key_is(f.type, f.type_end, "turn_context")) {
+        if (p->seen & P_INFO) Py_RETURN_NONE;
+        PyObject *model = text(p->seen & P_MODEL, p->model, p->model_end);
+        PyObject *cwd = text(p->seen & P_CWD, p->cwd, p->cwd_end);
+        if (model == NULL || cwd == NULL) {
+            Py_XDECREF(model);
+            Py_XDECREF(cwd);
+            return NULL;
+        }
+        return Py_BuildValue("(NN)", model, cwd);
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"collect", collect, METH_VARARGS, collect_doc},
+    {"plain", plain, METH_O, plain_doc},
     {NULL, NULL, 0, NULL},
 };
 

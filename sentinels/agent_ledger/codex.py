@@ -290,6 +290,13 @@ def _plain(value: dict[str, Any]) -> Usage | None:
         and max(numbers) <= U64_MAX
     ):
         return None
+    return _recorded((tokens_in, cached, write, tokens_out, reasoning, total))
+
+
+def _recorded(numbers: tuple[int, int, int, int, int, int]) -> Usage:
+    """A usage object of Codex's own names, as (input, cached, cache_write, output,
+    reasoning, total) integers from 0 to U64_MAX, read as parse_usage reads it."""
+    tokens_in, cached, write, tokens_out, reasoning, total = numbers
     if total == 0 and tokens_in + tokens_out != 0:
         total = tokens_in + tokens_out
     return Usage(tokens_in, cached, write, tokens_out, reasoning, total).normalised()
@@ -656,6 +663,31 @@ def _token_count_line(entry: dict[str, Any], state: FileState, offset: int) -> b
     timestamp = timestamp.strip()
     if total is None or last is None or not timestamp:
         return False
+    _count(state, timestamp, total, last, offset)
+    return True
+
+
+def _plain_line_read(found: tuple[Any, ...], state: FileState, offset: int) -> bool:
+    """What _codexscan.plain read of a plain line, taken as the rules take its object: a
+    token_count's (timestamp, total, last) as _token_count_line, a turn_context's (model,
+    cwd) as _session_line. False, having changed nothing, for a token_count whose timestamp
+    is blank (the rules in Python then decide)."""
+    if len(found) == 2:
+        model, cwd = found
+        if model is not None and (model := model.strip()):
+            state.model = model
+        if cwd is not None:
+            state.cwd = cwd
+        return True
+    timestamp = found[0].strip()
+    if not timestamp:
+        return False
+    _count(state, timestamp, _recorded(found[1]), _recorded(found[2]), offset)
+    return True
+
+
+def _count(state: FileState, timestamp: str, total: Usage, last: Usage, offset: int) -> None:
+    """A token_count's response with both usage objects read (_token_count_line's tail)."""
     if len(state.usage_stamps) < 2:
         millis = parse_timestamp_ms(timestamp)
         if millis is not None:
@@ -665,7 +697,6 @@ def _token_count_line(entry: dict[str, Any], state: FileState, offset: int) -> b
     if usage is not None and not usage.empty():
         model = _resolve_model(state, None, timestamp)
         state.events.append(Event(timestamp, model, usage, state.tier, offset))
-    return True
 
 
 _HEADLESS_HOLDERS = ("data", "result", "response")
@@ -726,10 +757,16 @@ def _candidates_py(data: bytes, stop: int, base: int) -> list[tuple[int, bytes]]
     return out
 
 
-try:  # built from _codexscan.c with the package; without a compiler, the loop in Python
+def _no_plain_line(line: bytes) -> None:
+    """_codexscan.plain's stand-in without the extension: every line takes the rules."""
+    return None
+
+
+try:  # built from _codexscan.c with the package; without a compiler, the rules in Python
     from agentwatch.sentinels.agent_ledger._codexscan import collect as _collect
+    from agentwatch.sentinels.agent_ledger._codexscan import plain as _plain_line
 except ImportError:  # pragma: no cover - the conformance tests require it
-    _collect = _candidates_py
+    _collect, _plain_line = _candidates_py, _no_plain_line
 
 
 def _candidate_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
@@ -796,13 +833,17 @@ def parse_file(path: Path, rejects: Rejects) -> FileState:
     state = FileState()
     mtime = ""
     kind_of, loads, line_ok, session_line = line_kind, _loads, _session_line_ok, _session_line
-    token_count_line = _token_count_line
+    token_count_line, plain_line, plain_read = _token_count_line, _plain_line, _plain_line_read
     try:
         with open(path, "rb", buffering=0) as handle:  # whole chunks: no buffer
             for offset, line in _candidate_lines(handle):
                 kind = kind_of(line)
                 if kind is None:
                     continue
+                if kind == "session":  # a plain line is read in one pass in C
+                    found = plain_line(line)
+                    if found is not None and plain_read(found, state, offset):
+                        continue
                 try:
                     entry = loads(line)
                 except (ValueError, RecursionError):

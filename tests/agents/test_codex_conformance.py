@@ -477,6 +477,124 @@ def test_the_c_line_finder_finds_what_the_python_loop_finds() -> None:
         collect(b"abc", 4, 0)
 
 
+_STAMP = b'"timestamp":"2026-03-01T10:00:00.000Z"'
+_USAGE = (
+    b'{"input_tokens":120,"cached_input_tokens":20,"output_tokens":9,'
+    b'"reasoning_output_tokens":3,"total_tokens":129}'
+)
+_LAST = (
+    b'{"input_tokens":60,"cached_input_tokens":10,"output_tokens":5,'
+    b'"reasoning_output_tokens":1,"total_tokens":65}'
+)
+_PLAIN_COUNT = (
+    b"{" + _STAMP + b',"type":"event_msg","payload":{"type":"token_count","info":'
+    b'{"total_token_usage":' + _USAGE + b',"last_token_usage":' + _LAST + b","
+    b'"model_context_window":258400},"rate_limits":null}}'
+)
+_PLAIN_TURN = (
+    b"{" + _STAMP + b',"type":"turn_context","payload":{"cwd":"/work/p1",'
+    b'"approval_policy":"never","model":"gpt-5.4"}}'
+)
+# Lines the C reader (_codexscan.plain) takes, declines, or must read exactly as the
+# rules in Python do: repeated keys, escapes, odd numbers, names the rules read.
+PLAIN_EDGES = [
+    _PLAIN_COUNT,
+    _PLAIN_TURN,
+    _PLAIN_COUNT.replace(b'"cached_input_tokens":20', b'"cached_input_tokens":500'),
+    _PLAIN_COUNT.replace(b'"total_tokens":129', b'"total_tokens":0'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120,', b'"input_tokens":120,"cache_write_input_tokens":7,'),  # noqa: E501
+    _PLAIN_COUNT.replace(b'"input_tokens":120,', b'"input_tokens":120,"input_tokens":121,'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"input_tokens":18446744073709551615'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"input_tokens":9999999999999999999'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"input_tokens":1.0'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"input_tokens":1e2'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"input_tokens":-1'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"input_tokens":0120'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"input_tokens":"120"'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"prompt_tokens":120'),
+    _PLAIN_COUNT.replace(b'"model_context_window"', b'"model":"gpt-5.2","x"'),
+    _PLAIN_COUNT.replace(b'"rate_limits"', b'"model_name":"gpt-5.2","x"'),
+    _PLAIN_COUNT.replace(b'"rate_limits"', b'"thread_settings":{},"x"'),
+    _PLAIN_COUNT.replace(b'"rate_limits":null', b'"info":null'),
+    _PLAIN_COUNT.replace(b'"rate_limits":null', b'"type":"turn_context"'),
+    _PLAIN_COUNT.replace(b'"type":"event_msg"', b'"type":"event_msg","type":"x"'),
+    _PLAIN_COUNT.replace(b'"rate_limits":null', b'"rate_limits":{"a":NaN}'),
+    _PLAIN_COUNT.replace(b'"rate_limits":null', b'"rate_limits":{"a":1e400}'),
+    _PLAIN_COUNT.replace(b'"rate_limits":null', b'"rate_limits":"\\u00e9\xc3\xa9"'),
+    _PLAIN_COUNT.replace(b'"rate_limits":null', b'"rate_limits":"\\ud800"'),
+    _PLAIN_COUNT.replace(b'"rate_limits":null', b'"rate_limits":' + b"[" * 70 + b"]" * 70),
+    _PLAIN_COUNT.replace(b'"type":"token_count"', b'"typ\\u0065":"token_count"'),
+    _PLAIN_COUNT.replace(b'"type":"token_count"', b'"type" : "token_count" '),
+    _PLAIN_COUNT.replace(b"2026-03-01T10:00:00.000Z", b"   "),
+    _PLAIN_COUNT.replace(b"2026-03-01T10:00:00.000Z", b" 2026-03-01T10:00:00.000Z "),
+    _PLAIN_COUNT.replace(b"2026-03-01T10:00:00.000Z", b"2026-03-01T12:00:00.000+02:00"),
+    _PLAIN_COUNT.replace(b'"2026-03-01T10:00:00.000Z"', b"1772359200"),
+    _PLAIN_COUNT.replace(b'"2026-03-01T10:00:00.000Z"', b"null"),
+    _PLAIN_COUNT + b" x",
+    _PLAIN_COUNT[:-1],
+    b"\xef\xbb\xbf" + _PLAIN_COUNT,
+    _PLAIN_TURN.replace(b'"gpt-5.4"', b'"  "'),
+    _PLAIN_TURN.replace(b'"gpt-5.4"', b'" gpt-5.2 "'),
+    _PLAIN_TURN.replace(b'"gpt-5.4"', b"null"),
+    _PLAIN_TURN.replace(b'"gpt-5.4"', b"7"),
+    _PLAIN_TURN.replace(b'"/work/p1"', b"7"),
+    _PLAIN_TURN.replace(b'"cwd":"/work/p1",', b""),
+    _PLAIN_TURN.replace(b'"model":"gpt-5.4"', b'"model_name":"gpt-5.2"'),
+    _PLAIN_TURN.replace(b'"model":"gpt-5.4"', b'"model":"a","model":"b"'),
+    _PLAIN_TURN.replace(b'"model":"gpt-5.4"', b'"model":"a","metadata":{"model":"b"}'),
+    _PLAIN_TURN.replace(b'"model":"gpt-5.4"', b'"model":"a","info":{"last_token_usage":[]}'),
+    _PLAIN_TURN.replace(b'"model":"gpt-5.4"', b'"model":"a","type":7'),
+    _PLAIN_TURN.replace(b'"/work/p1"', b'"/work/caf\\u00e9"'),
+    _PLAIN_TURN.replace(b'"2026-03-01T10:00:00.000Z"', b"-1"),
+    b'{"type":"turn_context"}',
+    b'{"type":"turn_context","payload":null}',
+]  # fmt: skip
+_MUTATIONS = [b'"', b",", b":", b"{", b"}", b"[", b"]", b" ", b"\\", b"0", b"9", b"-", b"e", b"\n"]
+
+
+def _read_one(line: bytes, folder: Path) -> tuple[codex.FileState, list[str]]:
+    rollout = folder / "rollout-one.jsonl"
+    first = _PLAIN_COUNT.replace(b":120", b":100").replace(b"10:00:00", b"09:59:00")
+    rollout.write_bytes(first + b"\n" + line + b"\n" + _PLAIN_COUNT + b"\n")
+    rejects: list[str] = []
+    return codex.parse_file(rollout, rejects.append), rejects
+
+
+def test_the_c_reader_of_plain_lines_reads_what_the_rules_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """_codexscan.plain reads a plain token_count or turn_context line in one pass; every
+    edge line above and 3,000 random mutations of them (a byte inserted, dropped or
+    replaced) leave the same file state (events, model, cwd, totals, stamps) and rejects as
+    the rules in Python alone. It is built with the package: its absence fails here."""
+    from agentwatch.sentinels.agent_ledger._codexscan import plain
+
+    assert codex._plain_line is plain
+    assert plain(PLAIN_EDGES[0]) is not None and plain(PLAIN_EDGES[1]) is not None
+    rng = random.Random(29)
+    lines = list(PLAIN_EDGES)
+    for _ in range(3_000):
+        line = bytearray(rng.choice(PLAIN_EDGES))
+        at = rng.randrange(len(line))
+        how = rng.randrange(3)
+        if how == 0:
+            line[at:at] = rng.choice(_MUTATIONS)
+        elif how == 1:
+            del line[at]
+        else:
+            line[at : at + 1] = rng.choice(_MUTATIONS)
+        lines.append(bytes(line))
+    taken = 0
+    for line in lines:
+        taken += plain(line) is not None
+        fast = _read_one(line, tmp_path)
+        with monkeypatch.context() as patch:
+            patch.setattr(codex, "_plain_line", codex._no_plain_line)
+            slow = _read_one(line, tmp_path)
+        assert fast == slow, line
+    assert taken > 150  # the C reader does take many of them
+
+
 EDGE_LINES = [
     b'{"timestamp":NaN,"type":"turn_context","payload":{"model":"gpt-5"}}',
     b'{"timestamp":"2026-03-01T10:00:00.000Z","type":"event_msg","payload":{"type":'
