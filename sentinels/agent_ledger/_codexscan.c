@@ -108,11 +108,17 @@ static PyObject *collect(PyObject *self, PyObject *args) {
  * thread_settings or info, its "type", "model" and "cwd" strings when present, the top's
  * timestamp a string when present: (model, cwd), either None when absent, which is all
  * codex._session_line takes from it (and _session_line_ok passes it). Anything else: None,
- * and the Python rules decide (tests/agents/test_codex_conformance.py holds the two equal). */
+ * and the Python rules decide (tests/agents/test_codex_conformance.py holds the two equal).
+ * Both "type" members (the top's and, for token_count, the payload's) must be written
+ * compactly ("type":"event_msg"): then codex.line_kind calls the line a session line at its
+ * first check, and the caller need not ask it. */
 
 #define MAX_DEPTH 64
 
-typedef struct { const char *s, *end; } cursor;
+typedef struct {
+    const char *s, *end;
+    int compact; /* the member being visited is written "key":value, no blank around the colon */
+} cursor;
 
 static inline void ws(cursor *c) {
     while (c->s < c->end && (*c->s == ' ' || *c->s == '\t' || *c->s == '\n' || *c->s == '\r'))
@@ -229,10 +235,14 @@ static int members(cursor *c, int depth, visitor visit, void *ctx) {
     for (;;) {
         const char *a, *b;
         if (c->s >= c->end || *c->s != '"' || string(c, &a, &b) < 0) return -1;
+        const char *colon = c->s;
         ws(c);
         if (c->s >= c->end || *c->s != ':') return -1;
+        c->compact = c->s == colon;
         c->s++;
+        colon = c->s;
         ws(c);
+        c->compact = c->compact && c->s == colon;
         if (visit(a, b, c, depth + 1, ctx) < 0) return -1;
         ws(c);
         if (c->s >= c->end) return -1;
@@ -307,7 +317,7 @@ static int info_member(const char *a, const char *b, cursor *c, int depth, void 
 typedef struct {
     info_fields info;
     const char *type, *type_end, *model, *model_end, *cwd, *cwd_end;
-    int seen;
+    int seen, type_compact;
 } payload_fields;
 
 static int text_once(cursor *c, int *seen, int bit, const char **from, const char **to) {
@@ -318,7 +328,10 @@ static int text_once(cursor *c, int *seen, int bit, const char **from, const cha
 
 static int payload_member(const char *a, const char *b, cursor *c, int depth, void *ctx) {
     payload_fields *f = ctx;
-    if (key_is(a, b, "type")) return text_once(c, &f->seen, P_TYPE, &f->type, &f->type_end);
+    if (key_is(a, b, "type")) {
+        f->type_compact = c->compact;
+        return text_once(c, &f->seen, P_TYPE, &f->type, &f->type_end);
+    }
     if (key_is(a, b, "model")) return text_once(c, &f->seen, P_MODEL, &f->model, &f->model_end);
     if (key_is(a, b, "cwd")) return text_once(c, &f->seen, P_CWD, &f->cwd, &f->cwd_end);
     if (key_is(a, b, "info")) {
@@ -337,12 +350,20 @@ static int payload_member(const char *a, const char *b, cursor *c, int depth, vo
 typedef struct {
     payload_fields payload;
     const char *type, *type_end, *stamp, *stamp_end;
-    int seen;
+    int seen, type_compact;
 } top_fields;
 
 static int top_member(const char *a, const char *b, cursor *c, int depth, void *ctx) {
     top_fields *f = ctx;
-    if (key_is(a, b, "type")) return text_once(c, &f->seen, T_TYPE, &f->type, &f->type_end);
+    if (key_is(a, b, "type")) {
+        f->type_compact = c->compact;
+        if (text_once(c, &f->seen, T_TYPE, &f->type, &f->type_end) < 0) return -1;
+        /* no other kind of line is read here: give up at once */
+        return key_is(f->type, f->type_end, "event_msg") ||
+                       key_is(f->type, f->type_end, "turn_context")
+                   ? 0
+                   : -1;
+    }
     if (key_is(a, b, "timestamp")) return text_once(c, &f->seen, T_STAMP, &f->stamp, &f->stamp_end);
     if (key_is(a, b, "payload")) {
         if (f->seen & T_PAYLOAD) return -1;
@@ -372,17 +393,19 @@ static PyObject *plain(PyObject *self, PyObject *arg) {
         PyErr_SetString(PyExc_TypeError, "plain() takes bytes");
         return NULL;
     }
-    cursor c = {PyBytes_AS_STRING(arg), PyBytes_AS_STRING(arg) + PyBytes_GET_SIZE(arg)};
+    cursor c = {PyBytes_AS_STRING(arg), PyBytes_AS_STRING(arg) + PyBytes_GET_SIZE(arg), 0};
     top_fields f;
     memset(&f, 0, sizeof f);
     ws(&c);
     if (members(&c, 0, top_member, &f) < 0) Py_RETURN_NONE;
     ws(&c);
     payload_fields *p = &f.payload;
-    if (c.s != c.end || !(f.seen & T_TYPE) || !(f.seen & T_PAYLOAD)) Py_RETURN_NONE;
+    /* written compactly, the types are what codex.line_kind finds first: a session line */
+    if (c.s != c.end || !(f.seen & T_TYPE) || !(f.seen & T_PAYLOAD) || !f.type_compact)
+        Py_RETURN_NONE;
     if (key_is(f.type, f.type_end, "event_msg")) {
         if (!(f.seen & T_STAMP) || (p->seen & (P_TYPE | P_INFO | P_MODEL)) != (P_TYPE | P_INFO) ||
-            !key_is(p->type, p->type_end, "token_count") || p->info.seen != 3)
+            !key_is(p->type, p->type_end, "token_count") || !p->type_compact || p->info.seen != 3)
             Py_RETURN_NONE;
         PyObject *total = usage_tuple(&p->info.total), *last = usage_tuple(&p->info.last);
         PyObject *stamp = text(1, f.stamp, f.stamp_end);

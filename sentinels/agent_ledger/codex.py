@@ -837,13 +837,14 @@ def parse_file(path: Path, rejects: Rejects) -> FileState:
     try:
         with open(path, "rb", buffering=0) as handle:  # whole chunks: no buffer
             for offset, line in _candidate_lines(handle):
+                # a plain line (a session line to line_kind: its types are compact) is
+                # read in one pass in C
+                found = plain_line(line)
+                if found is not None and plain_read(found, state, offset):
+                    continue
                 kind = kind_of(line)
                 if kind is None:
                     continue
-                if kind == "session":  # a plain line is read in one pass in C
-                    found = plain_line(line)
-                    if found is not None and plain_read(found, state, offset):
-                        continue
                 try:
                     entry = loads(line)
                 except (ValueError, RecursionError):

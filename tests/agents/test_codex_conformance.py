@@ -547,6 +547,13 @@ PLAIN_EDGES = [
     _PLAIN_TURN.replace(b'"/work/p1"', b'"/work/caf\\u00e9"'),
     _PLAIN_TURN.replace(b'"2026-03-01T10:00:00.000Z"', b"-1"),
     b'{"type":"turn_context"}',
+    _PLAIN_TURN.replace(b'"type":"turn_context"', b'"type": "turn_context"'),
+    _PLAIN_TURN.replace(b'"type":"turn_context"', b'"type" :"turn_context"'),
+    _PLAIN_COUNT.replace(b'"type":"event_msg"', b'"type": "event_msg"'),
+    # past 64 KiB, ccusage reads a spaced type only when no compact "type": is elsewhere
+    _PLAIN_COUNT.replace(b'"type":"event_msg"', b'"type": "event_msg"').replace(
+        b'"rate_limits":null', b'"rate_limits":"' + b"x" * 70_000 + b'"'
+    ),
     b'{"type":"turn_context","payload":null}',
 ]  # fmt: skip
 _MUTATIONS = [b'"', b",", b":", b"{", b"}", b"[", b"]", b" ", b"\\", b"0", b"9", b"-", b"e", b"\n"]
