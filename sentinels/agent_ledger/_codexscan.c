@@ -102,8 +102,9 @@ static PyObject *collect(PyObject *self, PyObject *args) {
  * model_name or metadata and two usage objects of exactly Codex's names (with or without
  * cache_write_input_tokens), each value a plain integer below 10^19; no key the rules read
  * given twice. Then json.loads and orjson both read the line, and codex._token_count_line
- * would take it: it returns (timestamp, total, last), each usage as (input, cached,
- * cache_write, output, reasoning, total_tokens) as recorded. Or the same kind of line with
+ * would take it: it returns (timestamp, total, last, millis), each usage as (input, cached,
+ * cache_write, output, reasoning, total_tokens) as recorded, millis the timestamp's epoch
+ * milliseconds when it is in Codex's form (codex.parse_timestamp_ms's first case), else None. Or the same kind of line with
  * "type":"turn_context" at the top, a "payload" object with no model_name, metadata,
  * thread_settings or info, its "type", "model" and "cwd" strings when present, the top's
  * timestamp a string when present: (model, cwd), either None when absent, which is all
@@ -373,6 +374,37 @@ static int top_member(const char *a, const char *b, cursor *c, int depth, void *
     return value(c, depth);
 }
 
+/* Epoch milliseconds of YYYY-MM-DDTHH:MM:SS.mmmZ (the form Codex writes), read as
+ * codex.parse_timestamp_ms reads it, in *out; 0 for any other text, or no real date and time
+ * (a time before 1970 is negative: no value is free to say "none"). */
+static int zulu_ms(const char *p, const char *end, long long *out) {
+    if (end - p != 24 || p[4] != '-' || p[7] != '-' || p[10] != 'T' || p[13] != ':' ||
+        p[16] != ':' || p[19] != '.' || p[23] != 'Z')
+        return 0;
+    static const int at[] = {0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18, 20, 21, 22};
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++)
+        if (!is_digit(p[at[i]])) return 0;
+#define NUM2(i) ((p[i] - '0') * 10 + (p[(i) + 1] - '0'))
+    long long year = NUM2(0) * 100 + NUM2(2), month = NUM2(5), day = NUM2(8);
+    long long hour = NUM2(11), minute = NUM2(14), second = NUM2(17);
+    long long millis = (p[20] - '0') * 100 + NUM2(21);
+#undef NUM2
+    static const int month_days[13] = {0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    if (year < 1 || month < 1 || month > 12 || day < 1 ||
+        day > month_days[month] + (month == 2 && leap) || hour > 23 || minute > 59 || second > 59)
+        return 0;
+    /* days from civil (proleptic Gregorian), as datetime.date counts them */
+    long long y = year - (month <= 2);
+    long long era = (y >= 0 ? y : y - 399) / 400;
+    long long yoe = y - era * 400;
+    long long doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+    long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    long long days = era * 146097 + doe - 719468;
+    *out = (((days * 24 + hour) * 60 + minute) * 60 + second) * 1000 + millis;
+    return 1;
+}
+
 static PyObject *usage_tuple(const usage *u) {
     return Py_BuildValue("(KKKKKK)", u->n[0], u->n[1], u->n[2], u->n[3], u->n[4], u->n[5]);
 }
@@ -384,7 +416,8 @@ static PyObject *text(int has, const char *from, const char *to) {
 
 PyDoc_STRVAR(plain_doc,
 "plain(line: bytes) -> tuple | None\n\n"
-"A plain token_count line: (timestamp, total, last); a plain turn_context line: (model,\n"
+"A plain token_count line: (timestamp, total, last, its epoch milliseconds when it is in\n"
+"Codex's form, else None); a plain turn_context line: (model,\n"
 "cwd), either None when absent (see the comment in the source); None for any other line.");
 
 static PyObject *plain(PyObject *self, PyObject *arg) {
@@ -415,7 +448,16 @@ static PyObject *plain(PyObject *self, PyObject *arg) {
             Py_XDECREF(stamp);
             return NULL;
         }
-        return Py_BuildValue("(NNN)", stamp, total, last);
+        long long millis = 0;
+        PyObject *ms = zulu_ms(f.stamp, f.stamp_end, &millis) ? PyLong_FromLongLong(millis)
+                                                               : Py_NewRef(Py_None);
+        if (ms == NULL) {
+            Py_DECREF(total);
+            Py_DECREF(last);
+            Py_DECREF(stamp);
+            return NULL;
+        }
+        return Py_BuildValue("(NNNN)", stamp, total, last, ms);
     }
     if (key_is(f.type, f.type_end, "turn_context")) {
         if (p->seen & P_INFO) Py_RETURN_NONE;

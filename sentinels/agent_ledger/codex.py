@@ -109,6 +109,7 @@ class Event(NamedTuple):
     fast: bool | None  # recorded tier; None: none recorded (config.toml decides)
     offset: int  # byte offset of the line (the key of an event timed by the file's mtime)
     mtime_stamped: bool = False  # headless output without a time of its own
+    millis: int | None = None  # parse_timestamp_ms(timestamp), when already known
 
 
 @dataclass
@@ -682,21 +683,29 @@ def _plain_line_read(found: tuple[Any, ...], state: FileState, offset: int) -> b
     timestamp = found[0].strip()
     if not timestamp:
         return False
-    _count(state, timestamp, _recorded(found[1]), _recorded(found[2]), offset)
+    _count(state, timestamp, _recorded(found[1]), _recorded(found[2]), offset, found[3])
     return True
 
 
-def _count(state: FileState, timestamp: str, total: Usage, last: Usage, offset: int) -> None:
-    """A token_count's response with both usage objects read (_token_count_line's tail)."""
+def _count(
+    state: FileState,
+    timestamp: str,
+    total: Usage,
+    last: Usage,
+    offset: int,
+    millis: int | None = None,
+) -> None:
+    """A token_count's response with both usage objects read (_token_count_line's tail);
+    `millis`: parse_timestamp_ms(timestamp) when the caller knows it (None: not known)."""
     if len(state.usage_stamps) < 2:
-        millis = parse_timestamp_ms(timestamp)
-        if millis is not None:
-            state.usage_stamps.append(millis)
+        stamp = millis if millis is not None else parse_timestamp_ms(timestamp)
+        if stamp is not None:
+            state.usage_stamps.append(stamp)
     usage = turn_usage(state.previous_totals, last, total)
     state.previous_totals = total
     if usage is not None and not usage.empty():
         model = _resolve_model(state, None, timestamp)
-        state.events.append(Event(timestamp, model, usage, state.tier, offset))
+        state.events.append(Event(timestamp, model, usage, state.tier, offset, False, millis))
 
 
 _HEADLESS_HOLDERS = ("data", "result", "response")
@@ -1078,7 +1087,9 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
         project = _project(meta.cwd or state.cwd, projects)
         session = meta.session_id
         for event in events:
-            millis = timestamp_ms(event.timestamp)
+            millis = event.millis
+            if millis is None:
+                millis = timestamp_ms(event.timestamp)
             if millis is None:
                 rejects("bad_timestamp")
                 continue

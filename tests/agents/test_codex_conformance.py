@@ -8,6 +8,7 @@ restart safety: the same keys after an append, a truncation, a whole rewrite, a 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import os
 import random
@@ -560,11 +561,17 @@ _MUTATIONS = [b'"', b",", b":", b"{", b"}", b"[", b"]", b" ", b"\\", b"0", b"9",
 
 
 def _read_one(line: bytes, folder: Path) -> tuple[codex.FileState, list[str]]:
+    """The file state and rejects of a rollout holding `line` between two plain lines; an
+    event's millis (known when the C reader read its line) is checked and then dropped."""
     rollout = folder / "rollout-one.jsonl"
     first = _PLAIN_COUNT.replace(b":120", b":100").replace(b"10:00:00", b"09:59:00")
     rollout.write_bytes(first + b"\n" + line + b"\n" + _PLAIN_COUNT + b"\n")
     rejects: list[str] = []
-    return codex.parse_file(rollout, rejects.append), rejects
+    state = codex.parse_file(rollout, rejects.append)
+    for event in state.events:
+        assert event.millis in (None, codex.parse_timestamp_ms(event.timestamp))
+    state.events = [event._replace(millis=None) for event in state.events]
+    return state, rejects
 
 
 def test_the_c_reader_of_plain_lines_reads_what_the_rules_read(
@@ -600,6 +607,44 @@ def test_the_c_reader_of_plain_lines_reads_what_the_rules_read(
             slow = _read_one(line, tmp_path)
         assert fast == slow, line
     assert taken > 150  # the C reader does take many of them
+
+
+ZULU_EDGES = [
+    "0000-01-01T00:00:00.000Z", "0001-01-01T00:00:00.000Z", "1969-12-31T23:59:59.999Z",
+    "1970-01-01T00:00:00.000Z", "2024-02-29T12:00:00.000Z", "2025-02-29T12:00:00.000Z",
+    "2000-02-29T00:00:00.000Z", "1900-02-29T00:00:00.000Z", "2100-02-28T00:00:00.000Z",
+    "9999-12-31T23:59:59.999Z", "2026-03-01T24:00:00.000Z", "2026-03-01T23:60:00.000Z",
+    "2026-03-01T23:59:60.000Z", "2026-00-10T10:00:00.000Z", "2026-13-01T10:00:00.000Z",
+    "2026-04-31T10:00:00.000Z", "2026-03-01T10:00:00.000z", "2026-03-01 10:00:00.000Z",
+    "2026-03-01T10:00:00,000Z", "2026-03-01T10:00:0a.000Z", "2026-03-01T10:00:00.00Z",
+    "+026-03-01T10:00:00.000Z", "2026-03-01T10:00:00.000+00:00", "2026-03-01T10:00:00Z",
+]  # fmt: skip
+
+
+def test_the_c_reader_times_codex_timestamps_as_parse_timestamp_ms() -> None:
+    """The epoch milliseconds _codexscan.plain reads of a Codex-form timestamp equal
+    parse_timestamp_ms's, for the edges above (leap days, bounds, other forms: None) and
+    5,000 random moments of years 1 to 9999."""
+    from agentwatch.sentinels.agent_ledger._codexscan import plain
+
+    rng = random.Random(29)
+    stamps = list(ZULU_EDGES)
+    for _ in range(5_000):
+        day = rng.randrange(1, 3_652_059)  # 0001-01-01 to 9999-12-31 as date ordinals
+        stamps.append(
+            datetime.date.fromordinal(day).isoformat()
+            + f"T{rng.randrange(24):02}:{rng.randrange(60):02}:{rng.randrange(60):02}"
+            + f".{rng.randrange(1000):03}Z"
+        )
+    timed = 0
+    for stamp in stamps:
+        found = plain(_PLAIN_COUNT.replace(b"2026-03-01T10:00:00.000Z", stamp.encode()))
+        assert found is not None and len(found) == 4
+        expected = codex.parse_timestamp_ms(stamp)
+        assert found[3] in (None, expected), stamp
+        timed += found[3] is not None
+        assert (found[3] is None) == (expected is None or len(stamp) != 24), stamp
+    assert timed >= 5_000
 
 
 EDGE_LINES = [
