@@ -299,8 +299,13 @@ def _recorded(numbers: tuple[int, int, int, int, int, int]) -> Usage:
     reasoning, total) integers from 0 to U64_MAX, read as parse_usage reads it."""
     tokens_in, cached, write, tokens_out, reasoning, total = numbers
     if total == 0 and tokens_in + tokens_out != 0:
-        total = tokens_in + tokens_out
-    return Usage(tokens_in, cached, write, tokens_out, reasoning, total).normalised()
+        numbers = (tokens_in, cached, write, tokens_out, reasoning, tokens_in + tokens_out)
+    return _as_usage(Usage, numbers).normalised()
+
+
+# Usage(*numbers) of six numbers in Usage's order, without NamedTuple's argument handling
+# in Python (_recorded makes two per token_count line).
+_as_usage = tuple.__new__
 
 
 def parse_usage(value: Any) -> Usage | None:
