@@ -445,8 +445,13 @@ def _session_timestamp(value: Any) -> str | None:
 def _normalised_timestamp(value: Any) -> str | None:
     """A headless timestamp: parsed strictly and re-rendered, or a number normalised."""
     if isinstance(value, str):
-        millis = parse_timestamp_ms(value.strip()) if value.strip() else None
-        return _format_ms(millis) if millis is not None else None
+        text = value.strip()
+        millis = parse_timestamp_ms(text) if text else None
+        if millis is None:
+            return None
+        if len(text) == 24 and text[23] == "Z" and 0 <= millis <= MAX_MS:
+            return text  # Codex's own form, from 1970 on: _format_ms gives it back as it is
+        return _format_ms(millis)
     number = _u64(value) if isinstance(value, int) else None
     return _format_ms(_number_ms(number)) if number is not None else None
 
@@ -884,12 +889,21 @@ def parse_file(path: Path, rejects: Rejects) -> FileState:
 
 def read_meta(path: Path) -> Meta:
     """The session_meta first line: id, parent (fork or spawned sub-agent), fork time, cwd."""
+    parts: list[bytes] = []
     try:
-        with path.open("rb") as handle:
-            first = handle.readline()
+        with open(path, "rb", buffering=0) as handle:  # readline's line, in whole reads
+            while chunk := handle.read(META_READ):
+                cut = chunk.find(b"\n") + 1
+                if cut:
+                    parts.append(chunk[:cut])
+                    break
+                parts.append(chunk)
     except OSError:
         return Meta()
-    return _meta_of(first)
+    return _meta_of(b"".join(parts))
+
+
+META_READ = 1 << 15  # bytes read at a time for a first line (Codex's are about 10-30 KB)
 
 
 def _meta_of(first: bytes) -> Meta:

@@ -624,7 +624,8 @@ ZULU_EDGES = [
 def test_the_c_reader_times_codex_timestamps_as_parse_timestamp_ms() -> None:
     """The epoch milliseconds _codexscan.plain reads of a Codex-form timestamp equal
     parse_timestamp_ms's, for the edges above (leap days, bounds, other forms: None) and
-    5,000 random moments of years 1 to 9999."""
+    5,000 random moments of years 1 to 9999; _normalised_timestamp, which gives a
+    Codex-form text from 1970 on back as it is, renders each as _format_ms does."""
     from agentwatch.sentinels.agent_ledger._codexscan import plain
 
     rng = random.Random(29)
@@ -644,7 +645,28 @@ def test_the_c_reader_times_codex_timestamps_as_parse_timestamp_ms() -> None:
         assert found[3] in (None, expected), stamp
         timed += found[3] is not None
         assert (found[3] is None) == (expected is None or len(stamp) != 24), stamp
+        # and _normalised_timestamp's short way for that form renders as _format_ms does
+        rendered = None if expected is None else codex._format_ms(expected)
+        assert codex._normalised_timestamp(f" {stamp} ") == rendered, stamp
     assert timed >= 5_000
+
+
+@pytest.mark.parametrize("size", [10, 32_767, 32_768, 32_769, 100_000])
+@pytest.mark.parametrize("newline", [True, False])
+def test_the_first_line_is_read_whole(size: int, newline: bool, tmp_path: Path) -> None:
+    """read_meta reads the first line in whole reads of META_READ bytes: a session_meta
+    line shorter or longer than one read (or the whole file, without a newline) gives the
+    Meta that readline's line gives."""
+    rollout = tmp_path / "rollout-meta.jsonl"
+    meta = {"timestamp": "2026-03-01T10:00:00.000Z", "type": "session_meta"}
+    meta["payload"] = {"id": "s-1", "cwd": "/work/p1", "forked_from_id": "s-0"}
+    head = json.dumps(meta, separators=(",", ":"))[:-1]
+    line = (head + ',"pad":"' + "x" * max(size - len(head) - 10, 0) + '"}').encode()
+    rollout.write_bytes(line + (b"\n" + _PLAIN_COUNT + b"\n" if newline else b""))
+    with rollout.open("rb") as handle:
+        expected = codex._meta_of(handle.readline())
+    assert expected.session_id == "s-1" and expected.parent_id == "s-0"
+    assert codex.read_meta(rollout) == expected
 
 
 EDGE_LINES = [
