@@ -1083,6 +1083,7 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
     # the copies, the tier config.toml gives the first copy's home]
     kept: dict[str, list[Any]] = {}
     configs: dict[Path, bool] = {}
+    folders: dict[str, bool] = {}  # a rollout's folder -> _default_fast (its home's, so the same)
     projects: dict[str, str] = {}
     timestamp_ms, key_of, rank = parse_timestamp_ms, _key, _TIER_RANK
     for path in ordered:
@@ -1102,7 +1103,10 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
         events = drop_replay(state.events, state.usage_stamps, prefix)
         if not events:
             continue
-        default_fast = _default_fast(path, configs)
+        folder = os.path.dirname(path)
+        default_fast = folders.get(folder)
+        if default_fast is None:
+            default_fast = folders[folder] = _default_fast(path, configs)
         project = _project(meta.cwd or state.cwd, projects)
         session = meta.session_id
         for event in events:
