@@ -304,7 +304,7 @@ def _recorded(numbers: tuple[int, int, int, int, int, int]) -> Usage:
 
 
 # Usage(*numbers) of six numbers in Usage's order, without NamedTuple's argument handling
-# in Python (_recorded makes two per token_count line).
+# in Python (_recorded makes two per token_count line); so are _count's events made.
 _as_usage = tuple.__new__
 
 
@@ -715,7 +715,8 @@ def _count(
     state.previous_totals = total
     if usage is not None and not usage.empty():
         model = _resolve_model(state, None, timestamp)
-        state.events.append(Event(timestamp, model, usage, state.tier, offset, False, millis))
+        event = (timestamp, model, usage, state.tier, offset, False, millis)
+        state.events.append(_as_usage(Event, event))  # Event(*event), as _as_usage makes one
 
 
 _HEADLESS_HOLDERS = ("data", "result", "response")
