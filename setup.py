@@ -24,4 +24,13 @@ FASTLINE = Extension(
     optional=True,
 )
 
-setup(packages=packages, ext_modules=[FASTLINE])
+# The Codex reader's line finder in C (codex.py has the same loop in Python; the
+# conformance tests fail when it is missing).
+CODEXSCAN = Extension(
+    "agentwatch.sentinels.agent_ledger._codexscan",
+    ["agentwatch/sentinels/agent_ledger/_codexscan.c"],
+    extra_compile_args=["-O2"],
+    optional=True,
+)
+
+setup(packages=packages, ext_modules=[FASTLINE, CODEXSCAN])

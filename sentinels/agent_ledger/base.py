@@ -11,7 +11,6 @@ import datetime as dt
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from zoneinfo import ZoneInfo
 
 from agentwatch.core import claude
 
@@ -133,6 +132,8 @@ def daily_totals(
 ) -> dict[str, dict[str, float]]:
     """Per local day (YYYY-MM-DD): the four token types and the cost, the shape the
     conformance tests compare with `ccusage <agent> daily --json --offline`."""
+    from zoneinfo import ZoneInfo  # here: the sentinel never needs it (tests and reports do)
+
     zone = ZoneInfo(timezone)
     days: dict[str, dict[str, float]] = {}
     for entry in entries:

@@ -109,6 +109,7 @@ class Event(NamedTuple):
     fast: bool | None  # recorded tier; None: none recorded (config.toml decides)
     offset: int  # byte offset of the line (the key of an event timed by the file's mtime)
     mtime_stamped: bool = False  # headless output without a time of its own
+    millis: int | None = None  # parse_timestamp_ms(timestamp), when already known
 
 
 @dataclass
@@ -290,9 +291,21 @@ def _plain(value: dict[str, Any]) -> Usage | None:
         and max(numbers) <= U64_MAX
     ):
         return None
+    return _recorded((tokens_in, cached, write, tokens_out, reasoning, total))
+
+
+def _recorded(numbers: tuple[int, int, int, int, int, int]) -> Usage:
+    """A usage object of Codex's own names, as (input, cached, cache_write, output,
+    reasoning, total) integers from 0 to U64_MAX, read as parse_usage reads it."""
+    tokens_in, cached, write, tokens_out, reasoning, total = numbers
     if total == 0 and tokens_in + tokens_out != 0:
-        total = tokens_in + tokens_out
-    return Usage(tokens_in, cached, write, tokens_out, reasoning, total).normalised()
+        numbers = (tokens_in, cached, write, tokens_out, reasoning, tokens_in + tokens_out)
+    return _as_usage(Usage, numbers).normalised()
+
+
+# Usage(*numbers) of six numbers in Usage's order, without NamedTuple's argument handling
+# in Python (_recorded makes two per token_count line); so are _count's events made.
+_as_usage = tuple.__new__
 
 
 def parse_usage(value: Any) -> Usage | None:
@@ -432,8 +445,13 @@ def _session_timestamp(value: Any) -> str | None:
 def _normalised_timestamp(value: Any) -> str | None:
     """A headless timestamp: parsed strictly and re-rendered, or a number normalised."""
     if isinstance(value, str):
-        millis = parse_timestamp_ms(value.strip()) if value.strip() else None
-        return _format_ms(millis) if millis is not None else None
+        text = value.strip()
+        millis = parse_timestamp_ms(text) if text else None
+        if millis is None:
+            return None
+        if len(text) == 24 and text[23] == "Z" and 0 <= millis <= MAX_MS:
+            return text  # Codex's own form, from 1970 on: _format_ms gives it back as it is
+        return _format_ms(millis)
     number = _u64(value) if isinstance(value, int) else None
     return _format_ms(_number_ms(number)) if number is not None else None
 
@@ -656,16 +674,49 @@ def _token_count_line(entry: dict[str, Any], state: FileState, offset: int) -> b
     timestamp = timestamp.strip()
     if total is None or last is None or not timestamp:
         return False
+    _count(state, timestamp, total, last, offset)
+    return True
+
+
+def _plain_line_read(found: tuple[Any, ...], state: FileState, offset: int) -> bool:
+    """What _codexscan.plain read of a plain line, taken as the rules take its object: a
+    token_count's (timestamp, total, last) as _token_count_line, a turn_context's (model,
+    cwd) as _session_line. False, having changed nothing, for a token_count whose timestamp
+    is blank (the rules in Python then decide)."""
+    if len(found) == 2:
+        model, cwd = found
+        if model is not None and (model := model.strip()):
+            state.model = model
+        if cwd is not None:
+            state.cwd = cwd
+        return True
+    timestamp = found[0].strip()
+    if not timestamp:
+        return False
+    _count(state, timestamp, _recorded(found[1]), _recorded(found[2]), offset, found[3])
+    return True
+
+
+def _count(
+    state: FileState,
+    timestamp: str,
+    total: Usage,
+    last: Usage,
+    offset: int,
+    millis: int | None = None,
+) -> None:
+    """A token_count's response with both usage objects read (_token_count_line's tail);
+    `millis`: parse_timestamp_ms(timestamp) when the caller knows it (None: not known)."""
     if len(state.usage_stamps) < 2:
-        millis = parse_timestamp_ms(timestamp)
-        if millis is not None:
-            state.usage_stamps.append(millis)
+        stamp = millis if millis is not None else parse_timestamp_ms(timestamp)
+        if stamp is not None:
+            state.usage_stamps.append(stamp)
     usage = turn_usage(state.previous_totals, last, total)
     state.previous_totals = total
     if usage is not None and not usage.empty():
         model = _resolve_model(state, None, timestamp)
-        state.events.append(Event(timestamp, model, usage, state.tier, offset))
-    return True
+        event = (timestamp, model, usage, state.tier, offset, False, millis)
+        state.events.append(_as_usage(Event, event))  # Event(*event), as _as_usage makes one
 
 
 _HEADLESS_HOLDERS = ("data", "result", "response")
@@ -713,10 +764,35 @@ _CANDIDATE = re.compile(
 CHUNK = 1 << 20  # bytes read at a time: memory is a chunk plus the longest line
 
 
+def _candidates_py(data: bytes, stop: int, base: int) -> list[tuple[int, bytes]]:
+    """(base + start, line) of each line of data[:stop] holding a _CANDIDATE string, its
+    newline kept. _codexscan.collect is the same in C; this runs without it."""
+    search = _CANDIDATE.search
+    out: list[tuple[int, bytes]] = []
+    pos = 0
+    while (found := search(data, pos, stop)) is not None:
+        start = data.rfind(b"\n", pos, found.start()) + 1 or pos
+        pos = data.find(b"\n", found.end(), stop) + 1 or stop
+        out.append((base + start, data[start:pos]))
+    return out
+
+
+def _no_plain_line(line: bytes) -> None:
+    """_codexscan.plain's stand-in without the extension: every line takes the rules."""
+    return None
+
+
+try:  # built from _codexscan.c with the package; without a compiler, the rules in Python
+    from agentwatch.sentinels.agent_ledger._codexscan import collect as _collect
+    from agentwatch.sentinels.agent_ledger._codexscan import plain as _plain_line
+except ImportError:  # pragma: no cover - the conformance tests require it
+    _collect, _plain_line = _candidates_py, _no_plain_line
+
+
 def _candidate_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
     """(offset, line) of each line that may be a session or headless line, newline kept,
     read in chunks of whole lines."""
-    search = _CANDIDATE.search
+    collect = _collect
     base, rest, size = 0, b"", CHUNK
     while True:
         chunk = handle.read(size)
@@ -725,11 +801,7 @@ def _candidate_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
         if chunk and end == 0:  # no whole line yet: read on, twice as much each time
             rest, size = data, max(CHUNK, len(data))
             continue
-        pos = 0
-        while (found := search(data, pos, end)) is not None:
-            start = data.rfind(b"\n", pos, found.start()) + 1 or pos
-            pos = data.find(b"\n", found.end(), end) + 1 or end
-            yield base + start, data[start:pos]
+        yield from collect(data, end, base)
         if not chunk:
             return
         rest, base, size = data[end:], base + end, CHUNK
@@ -781,10 +853,15 @@ def parse_file(path: Path, rejects: Rejects) -> FileState:
     state = FileState()
     mtime = ""
     kind_of, loads, line_ok, session_line = line_kind, _loads, _session_line_ok, _session_line
-    token_count_line = _token_count_line
+    token_count_line, plain_line, plain_read = _token_count_line, _plain_line, _plain_line_read
     try:
         with open(path, "rb", buffering=0) as handle:  # whole chunks: no buffer
             for offset, line in _candidate_lines(handle):
+                # a plain line (a session line to line_kind: its types are compact) is
+                # read in one pass in C
+                found = plain_line(line)
+                if found is not None and plain_read(found, state, offset):
+                    continue
                 kind = kind_of(line)
                 if kind is None:
                     continue
@@ -813,12 +890,21 @@ def parse_file(path: Path, rejects: Rejects) -> FileState:
 
 def read_meta(path: Path) -> Meta:
     """The session_meta first line: id, parent (fork or spawned sub-agent), fork time, cwd."""
+    parts: list[bytes] = []
     try:
-        with path.open("rb") as handle:
-            first = handle.readline()
+        with open(path, "rb", buffering=0) as handle:  # readline's line, in whole reads
+            while chunk := handle.read(META_READ):
+                cut = chunk.find(b"\n") + 1
+                if cut:
+                    parts.append(chunk[:cut])
+                    break
+                parts.append(chunk)
     except OSError:
         return Meta()
-    return _meta_of(first)
+    return _meta_of(b"".join(parts))
+
+
+META_READ = 1 << 15  # bytes read at a time for a first line (Codex's are about 10-30 KB)
 
 
 def _meta_of(first: bytes) -> Meta:
@@ -998,6 +1084,7 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
     # the copies, the tier config.toml gives the first copy's home]
     kept: dict[str, list[Any]] = {}
     configs: dict[Path, bool] = {}
+    folders: dict[str, bool] = {}  # a rollout's folder -> _default_fast (its home's, so the same)
     projects: dict[str, str] = {}
     timestamp_ms, key_of, rank = parse_timestamp_ms, _key, _TIER_RANK
     for path in ordered:
@@ -1017,11 +1104,16 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
         events = drop_replay(state.events, state.usage_stamps, prefix)
         if not events:
             continue
-        default_fast = _default_fast(path, configs)
+        folder = os.path.dirname(path)
+        default_fast = folders.get(folder)
+        if default_fast is None:
+            default_fast = folders[folder] = _default_fast(path, configs)
         project = _project(meta.cwd or state.cwd, projects)
         session = meta.session_id
         for event in events:
-            millis = timestamp_ms(event.timestamp)
+            millis = event.millis
+            if millis is None:
+                millis = timestamp_ms(event.timestamp)
             if millis is None:
                 rejects("bad_timestamp")
                 continue

@@ -8,6 +8,7 @@ restart safety: the same keys after an append, a truncation, a whole rewrite, a 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import os
 import random
@@ -446,6 +447,226 @@ def test_lines_across_chunk_boundaries_read_the_same(
     cut = codex.read_files(paths)
     assert cut.entries == whole.entries
     assert cut.rejects == whole.rejects
+
+
+# Pieces of lines near the six strings the line finder looks for: whole, cut, unquoted.
+FINDER_PIECES = [
+    b'"turn_context"', b'"token_count"', b'"thread_settings_applied"', b'"usage":',
+    b'"input_tokens":', b'"prompt_tokens":', b'"usage"', b'"input_tokens"', b'turn_context"',
+    b'"token_count', b'"thread_settings_applied', b'"t', b'"', b"\n", b"x", b" ", b"\x00",
+    b'"prompt_tokens" :', b'\\"usage\\":', b"\xff",
+]  # fmt: skip
+
+
+def test_the_c_line_finder_finds_what_the_python_loop_finds() -> None:
+    """_codexscan.collect (C, SIMD) hands back exactly the lines _candidates_py (a regex)
+    does, at the same offsets, for random lines of pieces cut at any stop, a needle cut by
+    the stop included. It is built with the package: its absence fails here."""
+    from agentwatch.sentinels.agent_ledger._codexscan import collect
+
+    assert codex._collect is collect
+    rng = random.Random(29)
+    found = 0
+    for _ in range(20_000):
+        data = b"".join(rng.choice(FINDER_PIECES) for _ in range(rng.randint(0, 40)))
+        for stop in {len(data), data.rfind(b"\n") + 1, rng.randint(0, len(data))}:
+            expected = codex._candidates_py(data, stop, 7)
+            assert collect(data, stop, 7) == expected, (data, stop)
+            found += len(expected)
+    assert found > 10_000  # the pieces do make lines that count
+    with pytest.raises(ValueError):
+        collect(b"abc", 4, 0)
+
+
+_STAMP = b'"timestamp":"2026-03-01T10:00:00.000Z"'
+_USAGE = (
+    b'{"input_tokens":120,"cached_input_tokens":20,"output_tokens":9,'
+    b'"reasoning_output_tokens":3,"total_tokens":129}'
+)
+_LAST = (
+    b'{"input_tokens":60,"cached_input_tokens":10,"output_tokens":5,'
+    b'"reasoning_output_tokens":1,"total_tokens":65}'
+)
+_PLAIN_COUNT = (
+    b"{" + _STAMP + b',"type":"event_msg","payload":{"type":"token_count","info":'
+    b'{"total_token_usage":' + _USAGE + b',"last_token_usage":' + _LAST + b","
+    b'"model_context_window":258400},"rate_limits":null}}'
+)
+_PLAIN_TURN = (
+    b"{" + _STAMP + b',"type":"turn_context","payload":{"cwd":"/work/p1",'
+    b'"approval_policy":"never","model":"gpt-5.4"}}'
+)
+# Lines the C reader (_codexscan.plain) takes, declines, or must read exactly as the
+# rules in Python do: repeated keys, escapes, odd numbers, names the rules read.
+PLAIN_EDGES = [
+    _PLAIN_COUNT,
+    _PLAIN_TURN,
+    _PLAIN_COUNT.replace(b'"cached_input_tokens":20', b'"cached_input_tokens":500'),
+    _PLAIN_COUNT.replace(b'"total_tokens":129', b'"total_tokens":0'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120,', b'"input_tokens":120,"cache_write_input_tokens":7,'),  # noqa: E501
+    _PLAIN_COUNT.replace(b'"input_tokens":120,', b'"input_tokens":120,"input_tokens":121,'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"input_tokens":18446744073709551615'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"input_tokens":9999999999999999999'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"input_tokens":1.0'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"input_tokens":1e2'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"input_tokens":-1'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"input_tokens":0120'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"input_tokens":"120"'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"prompt_tokens":120'),
+    _PLAIN_COUNT.replace(b'"model_context_window"', b'"model":"gpt-5.2","x"'),
+    _PLAIN_COUNT.replace(b'"rate_limits"', b'"model_name":"gpt-5.2","x"'),
+    _PLAIN_COUNT.replace(b'"rate_limits"', b'"thread_settings":{},"x"'),
+    _PLAIN_COUNT.replace(b'"rate_limits":null', b'"info":null'),
+    _PLAIN_COUNT.replace(b'"rate_limits":null', b'"type":"turn_context"'),
+    _PLAIN_COUNT.replace(b'"type":"event_msg"', b'"type":"event_msg","type":"x"'),
+    _PLAIN_COUNT.replace(b'"rate_limits":null', b'"rate_limits":{"a":NaN}'),
+    _PLAIN_COUNT.replace(b'"rate_limits":null', b'"rate_limits":{"a":1e400}'),
+    _PLAIN_COUNT.replace(b'"rate_limits":null', b'"rate_limits":"\\u00e9\xc3\xa9"'),
+    _PLAIN_COUNT.replace(b'"rate_limits":null', b'"rate_limits":"\\ud800"'),
+    _PLAIN_COUNT.replace(b'"rate_limits":null', b'"rate_limits":' + b"[" * 70 + b"]" * 70),
+    _PLAIN_COUNT.replace(b'"type":"token_count"', b'"typ\\u0065":"token_count"'),
+    _PLAIN_COUNT.replace(b'"type":"token_count"', b'"type" : "token_count" '),
+    _PLAIN_COUNT.replace(b"2026-03-01T10:00:00.000Z", b"   "),
+    _PLAIN_COUNT.replace(b"2026-03-01T10:00:00.000Z", b" 2026-03-01T10:00:00.000Z "),
+    _PLAIN_COUNT.replace(b"2026-03-01T10:00:00.000Z", b"2026-03-01T12:00:00.000+02:00"),
+    _PLAIN_COUNT.replace(b'"2026-03-01T10:00:00.000Z"', b"1772359200"),
+    _PLAIN_COUNT.replace(b'"2026-03-01T10:00:00.000Z"', b"null"),
+    _PLAIN_COUNT + b" x",
+    _PLAIN_COUNT[:-1],
+    b"\xef\xbb\xbf" + _PLAIN_COUNT,
+    _PLAIN_TURN.replace(b'"gpt-5.4"', b'"  "'),
+    _PLAIN_TURN.replace(b'"gpt-5.4"', b'" gpt-5.2 "'),
+    _PLAIN_TURN.replace(b'"gpt-5.4"', b"null"),
+    _PLAIN_TURN.replace(b'"gpt-5.4"', b"7"),
+    _PLAIN_TURN.replace(b'"/work/p1"', b"7"),
+    _PLAIN_TURN.replace(b'"cwd":"/work/p1",', b""),
+    _PLAIN_TURN.replace(b'"model":"gpt-5.4"', b'"model_name":"gpt-5.2"'),
+    _PLAIN_TURN.replace(b'"model":"gpt-5.4"', b'"model":"a","model":"b"'),
+    _PLAIN_TURN.replace(b'"model":"gpt-5.4"', b'"model":"a","metadata":{"model":"b"}'),
+    _PLAIN_TURN.replace(b'"model":"gpt-5.4"', b'"model":"a","info":{"last_token_usage":[]}'),
+    _PLAIN_TURN.replace(b'"model":"gpt-5.4"', b'"model":"a","type":7'),
+    _PLAIN_TURN.replace(b'"/work/p1"', b'"/work/caf\\u00e9"'),
+    _PLAIN_TURN.replace(b'"2026-03-01T10:00:00.000Z"', b"-1"),
+    b'{"type":"turn_context"}',
+    _PLAIN_TURN.replace(b'"type":"turn_context"', b'"type": "turn_context"'),
+    _PLAIN_TURN.replace(b'"type":"turn_context"', b'"type" :"turn_context"'),
+    _PLAIN_COUNT.replace(b'"type":"event_msg"', b'"type": "event_msg"'),
+    # past 64 KiB, ccusage reads a spaced type only when no compact "type": is elsewhere
+    _PLAIN_COUNT.replace(b'"type":"event_msg"', b'"type": "event_msg"').replace(
+        b'"rate_limits":null', b'"rate_limits":"' + b"x" * 70_000 + b'"'
+    ),
+    b'{"type":"turn_context","payload":null}',
+]  # fmt: skip
+_MUTATIONS = [b'"', b",", b":", b"{", b"}", b"[", b"]", b" ", b"\\", b"0", b"9", b"-", b"e", b"\n"]
+
+
+def _read_one(line: bytes, folder: Path) -> tuple[codex.FileState, list[str]]:
+    """The file state and rejects of a rollout holding `line` between two plain lines; an
+    event's millis (known when the C reader read its line) is checked and then dropped."""
+    rollout = folder / "rollout-one.jsonl"
+    first = _PLAIN_COUNT.replace(b":120", b":100").replace(b"10:00:00", b"09:59:00")
+    rollout.write_bytes(first + b"\n" + line + b"\n" + _PLAIN_COUNT + b"\n")
+    rejects: list[str] = []
+    state = codex.parse_file(rollout, rejects.append)
+    for event in state.events:
+        assert event.millis in (None, codex.parse_timestamp_ms(event.timestamp))
+    state.events = [event._replace(millis=None) for event in state.events]
+    return state, rejects
+
+
+def test_the_c_reader_of_plain_lines_reads_what_the_rules_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """_codexscan.plain reads a plain token_count or turn_context line in one pass; every
+    edge line above and 3,000 random mutations of them (a byte inserted, dropped or
+    replaced) leave the same file state (events, model, cwd, totals, stamps) and rejects as
+    the rules in Python alone. It is built with the package: its absence fails here."""
+    from agentwatch.sentinels.agent_ledger._codexscan import plain
+
+    assert codex._plain_line is plain
+    assert plain(PLAIN_EDGES[0]) is not None and plain(PLAIN_EDGES[1]) is not None
+    rng = random.Random(29)
+    lines = list(PLAIN_EDGES)
+    for _ in range(3_000):
+        line = bytearray(rng.choice(PLAIN_EDGES))
+        at = rng.randrange(len(line))
+        how = rng.randrange(3)
+        if how == 0:
+            line[at:at] = rng.choice(_MUTATIONS)
+        elif how == 1:
+            del line[at]
+        else:
+            line[at : at + 1] = rng.choice(_MUTATIONS)
+        lines.append(bytes(line))
+    taken = 0
+    for line in lines:
+        taken += plain(line) is not None
+        fast = _read_one(line, tmp_path)
+        with monkeypatch.context() as patch:
+            patch.setattr(codex, "_plain_line", codex._no_plain_line)
+            slow = _read_one(line, tmp_path)
+        assert fast == slow, line
+    assert taken > 150  # the C reader does take many of them
+
+
+ZULU_EDGES = [
+    "0000-01-01T00:00:00.000Z", "0001-01-01T00:00:00.000Z", "1969-12-31T23:59:59.999Z",
+    "1970-01-01T00:00:00.000Z", "2024-02-29T12:00:00.000Z", "2025-02-29T12:00:00.000Z",
+    "2000-02-29T00:00:00.000Z", "1900-02-29T00:00:00.000Z", "2100-02-28T00:00:00.000Z",
+    "9999-12-31T23:59:59.999Z", "2026-03-01T24:00:00.000Z", "2026-03-01T23:60:00.000Z",
+    "2026-03-01T23:59:60.000Z", "2026-00-10T10:00:00.000Z", "2026-13-01T10:00:00.000Z",
+    "2026-04-31T10:00:00.000Z", "2026-03-01T10:00:00.000z", "2026-03-01 10:00:00.000Z",
+    "2026-03-01T10:00:00,000Z", "2026-03-01T10:00:0a.000Z", "2026-03-01T10:00:00.00Z",
+    "+026-03-01T10:00:00.000Z", "2026-03-01T10:00:00.000+00:00", "2026-03-01T10:00:00Z",
+]  # fmt: skip
+
+
+def test_the_c_reader_times_codex_timestamps_as_parse_timestamp_ms() -> None:
+    """The epoch milliseconds _codexscan.plain reads of a Codex-form timestamp equal
+    parse_timestamp_ms's, for the edges above (leap days, bounds, other forms: None) and
+    5,000 random moments of years 1 to 9999; _normalised_timestamp, which gives a
+    Codex-form text from 1970 on back as it is, renders each as _format_ms does."""
+    from agentwatch.sentinels.agent_ledger._codexscan import plain
+
+    rng = random.Random(29)
+    stamps = list(ZULU_EDGES)
+    for _ in range(5_000):
+        day = rng.randrange(1, 3_652_059)  # 0001-01-01 to 9999-12-31 as date ordinals
+        stamps.append(
+            datetime.date.fromordinal(day).isoformat()
+            + f"T{rng.randrange(24):02}:{rng.randrange(60):02}:{rng.randrange(60):02}"
+            + f".{rng.randrange(1000):03}Z"
+        )
+    timed = 0
+    for stamp in stamps:
+        found = plain(_PLAIN_COUNT.replace(b"2026-03-01T10:00:00.000Z", stamp.encode()))
+        assert found is not None and len(found) == 4
+        expected = codex.parse_timestamp_ms(stamp)
+        assert found[3] in (None, expected), stamp
+        timed += found[3] is not None
+        assert (found[3] is None) == (expected is None or len(stamp) != 24), stamp
+        # and _normalised_timestamp's short way for that form renders as _format_ms does
+        rendered = None if expected is None else codex._format_ms(expected)
+        assert codex._normalised_timestamp(f" {stamp} ") == rendered, stamp
+    assert timed >= 5_000
+
+
+@pytest.mark.parametrize("size", [10, 32_767, 32_768, 32_769, 100_000])
+@pytest.mark.parametrize("newline", [True, False])
+def test_the_first_line_is_read_whole(size: int, newline: bool, tmp_path: Path) -> None:
+    """read_meta reads the first line in whole reads of META_READ bytes: a session_meta
+    line shorter or longer than one read (or the whole file, without a newline) gives the
+    Meta that readline's line gives."""
+    rollout = tmp_path / "rollout-meta.jsonl"
+    meta = {"timestamp": "2026-03-01T10:00:00.000Z", "type": "session_meta"}
+    meta["payload"] = {"id": "s-1", "cwd": "/work/p1", "forked_from_id": "s-0"}
+    head = json.dumps(meta, separators=(",", ":"))[:-1]
+    line = (head + ',"pad":"' + "x" * max(size - len(head) - 10, 0) + '"}').encode()
+    rollout.write_bytes(line + (b"\n" + _PLAIN_COUNT + b"\n" if newline else b""))
+    with rollout.open("rb") as handle:
+        expected = codex._meta_of(handle.readline())
+    assert expected.session_id == "s-1" and expected.parent_id == "s-0"
+    assert codex.read_meta(rollout) == expected
 
 
 EDGE_LINES = [

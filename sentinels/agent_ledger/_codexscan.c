@@ -1,0 +1,488 @@
+/* The Codex reader's line finder in C (codex._candidates_py is the same in Python).
+ *
+ * Most of a rollout's bytes are messages, tool output and instructions that no rule reads.
+ * collect() finds, in one pass at memory speed, the lines that hold one of the six quoted
+ * strings every line codex.line_kind does not skip holds, and hands back only those. It
+ * decides nothing else: line_kind and the rules then read each line found, as before, so a
+ * line this finds needlessly costs time, never a wrong count. tests/agents/
+ * test_codex_conformance.py holds it equal to the Python loop on edge cases.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* The needles after their opening quote (codex._CANDIDATE). */
+static int needle_at(const char *p, const char *end) {
+    /* p points at a '"'; 1 when one of the needles starts there and ends before `end` */
+    size_t left = (size_t)(end - p) - 1;
+    const char *q = p + 1;
+    if (left == 0) return 0;
+#define IS(text) (left >= sizeof(text) - 1 && memcmp(q, text, sizeof(text) - 1) == 0)
+    switch (*q) {
+    case 't': return IS("turn_context\"") || IS("token_count\"") || IS("thread_settings_applied\"");
+    case 'u': return IS("usage\":");
+    case 'i': return IS("input_tokens\":");
+    case 'p': return IS("prompt_tokens\":");
+    default: return 0;
+    }
+#undef IS
+}
+
+static inline int starts(unsigned char c) { return c == 't' || c == 'u' || c == 'i' || c == 'p'; }
+
+/* The first needle in [s, end), or NULL. */
+static const char *find_needle(const char *s, const char *end) {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"');
+    while (end - s >= 17) {
+        __m128i a = _mm_loadu_si128((const __m128i *)s);
+        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(a, quote));
+        while (mask) {
+            int bit = __builtin_ctz(mask);
+            const char *p = s + bit;
+            if (starts((unsigned char)p[1]) && needle_at(p, end)) return p;
+            mask &= mask - 1;
+        }
+        s += 16;
+    }
+#endif
+    while (s < end && (s = memchr(s, '"', (size_t)(end - s))) != NULL) {
+        if (s + 1 < end && starts((unsigned char)s[1]) && needle_at(s, end)) return s;
+        s++;
+    }
+    return NULL;
+}
+
+PyDoc_STRVAR(collect_doc,
+"collect(data: bytes, stop: int, base: int) -> list[tuple[int, bytes]]\n\n"
+"(base + start, line) of each line of data[:stop] holding a needle, its newline kept\n"
+"(codex._candidates_py).");
+
+static PyObject *collect(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *block;
+    Py_ssize_t stop, base;
+    if (!PyArg_ParseTuple(args, "Snn", &block, &stop, &base)) return NULL;
+    const char *data = PyBytes_AS_STRING(block);
+    if (stop < 0 || stop > PyBytes_GET_SIZE(block)) {
+        PyErr_SetString(PyExc_ValueError, "collect(): stop must lie in the block");
+        return NULL;
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL) return NULL;
+    const char *from = data, *end = data + stop;
+    while (from < end) {
+        const char *hit = find_needle(from, end);
+        if (hit == NULL) break;
+        const char *newline = memrchr(from, '\n', (size_t)(hit - from));
+        const char *start = newline != NULL ? newline + 1 : from;
+        const char *after = memchr(hit, '\n', (size_t)(end - hit));
+        const char *stop_at = after != NULL ? after + 1 : end;
+        PyObject *item = Py_BuildValue("(ny#)", base + (start - data), start, stop_at - start);
+        if (item == NULL || PyList_Append(out, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(item);
+        from = stop_at;
+    }
+    return out;
+}
+
+/* ---- a token_count or turn_context line as Codex writes it, read in one pass -----------
+ *
+ * plain(line) answers only for the plain case: the whole line strict JSON of ASCII
+ * with no escape, no exponent and no nesting past MAX_DEPTH; at the top "type":"event_msg",
+ * a string "timestamp" and a "payload" object whose "type" is "token_count", with no
+ * model, model_name, metadata or thread_settings; its "info" object with no model,
+ * model_name or metadata and two usage objects of exactly Codex's names (with or without
+ * cache_write_input_tokens), each value a plain integer below 10^19; no key the rules read
+ * given twice. Then json.loads and orjson both read the line, and codex._token_count_line
+ * would take it: it returns (timestamp, total, last, millis), each usage as (input, cached,
+ * cache_write, output, reasoning, total_tokens) as recorded, millis the timestamp's epoch
+ * milliseconds when it is in Codex's form (codex.parse_timestamp_ms's first case), else None. Or the same kind of line with
+ * "type":"turn_context" at the top, a "payload" object with no model_name, metadata,
+ * thread_settings or info, its "type", "model" and "cwd" strings when present, the top's
+ * timestamp a string when present: (model, cwd), either None when absent, which is all
+ * codex._session_line takes from it (and _session_line_ok passes it). Anything else: None,
+ * and the Python rules decide (tests/agents/test_codex_conformance.py holds the two equal).
+ * Both "type" members (the top's and, for token_count, the payload's) must be written
+ * compactly ("type":"event_msg"): then codex.line_kind calls the line a session line at its
+ * first check, and the caller need not ask it. */
+
+#define MAX_DEPTH 64
+
+typedef struct {
+    const char *s, *end;
+    int compact; /* the member being visited is written "key":value, no blank around the colon */
+} cursor;
+
+static inline void ws(cursor *c) {
+    while (c->s < c->end && (*c->s == ' ' || *c->s == '\t' || *c->s == '\n' || *c->s == '\r'))
+        c->s++;
+}
+
+/* A string at c->s ('"'); its contents in [*from, *to). -1: not a plain string. */
+static int string(cursor *c, const char **from, const char **to) {
+    const char *p = c->s + 1;
+    while (p < c->end) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"') {
+            *from = c->s + 1;
+            *to = p;
+            c->s = p + 1;
+            return 0;
+        }
+        if (ch == '\\' || ch < 0x20 || ch >= 0x80) return -1;
+        p++;
+    }
+    return -1;
+}
+
+static inline int is_digit(char ch) { return ch >= '0' && ch <= '9'; }
+
+static int number(cursor *c) {
+    const char *p = c->s;
+    if (p < c->end && *p == '-') p++;
+    if (p >= c->end || !is_digit(*p)) return -1;
+    if (*p == '0') p++;
+    else while (p < c->end && is_digit(*p)) p++;
+    if (p < c->end && *p == '.') {
+        p++;
+        if (p >= c->end || !is_digit(*p)) return -1;
+        while (p < c->end && is_digit(*p)) p++;
+    }
+    if (p < c->end && (*p == 'e' || *p == 'E')) return -1;
+    c->s = p;
+    return 0;
+}
+
+static int word(cursor *c, const char *text, size_t n) {
+    if ((size_t)(c->end - c->s) < n || memcmp(c->s, text, n) != 0) return -1;
+    c->s += n;
+    return 0;
+}
+
+static int value(cursor *c, int depth);
+
+/* An object or array at c->s, skipped. */
+static int container(cursor *c, int depth) {
+    if (depth > MAX_DEPTH) return -1;
+    char close = *c->s == '{' ? '}' : ']';
+    int object = close == '}';
+    c->s++;
+    ws(c);
+    if (c->s < c->end && *c->s == close) {
+        c->s++;
+        return 0;
+    }
+    for (;;) {
+        if (object) {
+            const char *a, *b;
+            if (c->s >= c->end || *c->s != '"' || string(c, &a, &b) < 0) return -1;
+            ws(c);
+            if (c->s >= c->end || *c->s != ':') return -1;
+            c->s++;
+            ws(c);
+        }
+        if (value(c, depth + 1) < 0) return -1;
+        ws(c);
+        if (c->s >= c->end) return -1;
+        if (*c->s == ',') {
+            c->s++;
+            ws(c);
+            continue;
+        }
+        if (*c->s != close) return -1;
+        c->s++;
+        return 0;
+    }
+}
+
+static int value(cursor *c, int depth) {
+    if (c->s >= c->end) return -1;
+    const char *a, *b;
+    switch (*c->s) {
+    case '"': return string(c, &a, &b);
+    case '{': case '[': return container(c, depth);
+    case 't': return word(c, "true", 4);
+    case 'f': return word(c, "false", 5);
+    case 'n': return word(c, "null", 4);
+    default: return number(c);
+    }
+}
+
+static inline int key_is(const char *a, const char *b, const char *name) {
+    size_t n = strlen(name);
+    return (size_t)(b - a) == n && memcmp(a, name, n) == 0;
+}
+
+/* Walks an object at c->s (after ws): for each key, calls visit(key, c, depth, ctx), which
+ * reads the value and returns 0, or -1 to give up. */
+typedef int (*visitor)(const char *a, const char *b, cursor *c, int depth, void *ctx);
+
+static int members(cursor *c, int depth, visitor visit, void *ctx) {
+    if (depth > MAX_DEPTH || c->s >= c->end || *c->s != '{') return -1;
+    c->s++;
+    ws(c);
+    if (c->s < c->end && *c->s == '}') {
+        c->s++;
+        return 0;
+    }
+    for (;;) {
+        const char *a, *b;
+        if (c->s >= c->end || *c->s != '"' || string(c, &a, &b) < 0) return -1;
+        const char *colon = c->s;
+        ws(c);
+        if (c->s >= c->end || *c->s != ':') return -1;
+        c->compact = c->s == colon;
+        c->s++;
+        colon = c->s;
+        ws(c);
+        c->compact = c->compact && c->s == colon;
+        if (visit(a, b, c, depth + 1, ctx) < 0) return -1;
+        ws(c);
+        if (c->s >= c->end) return -1;
+        if (*c->s == ',') {
+            c->s++;
+            ws(c);
+            continue;
+        }
+        if (*c->s != '}') return -1;
+        c->s++;
+        return 0;
+    }
+}
+
+static const char *const USAGE_NAMES[6] = {
+    "input_tokens", "cached_input_tokens", "cache_write_input_tokens",
+    "output_tokens", "reasoning_output_tokens", "total_tokens",
+};
+
+typedef struct { unsigned long long n[6]; int seen; } usage;
+
+static int usage_member(const char *a, const char *b, cursor *c, int depth, void *ctx) {
+    (void)depth;
+    usage *u = ctx;
+    for (int i = 0; i < 6; i++) {
+        if (!key_is(a, b, USAGE_NAMES[i])) continue;
+        if (u->seen & (1 << i)) return -1;
+        u->seen |= 1 << i;
+        const char *p = c->s;
+        unsigned long long n = 0;
+        int count = 0;
+        while (p < c->end && is_digit(*p)) {
+            n = n * 10 + (unsigned long long)(*p - '0');
+            p++;
+            count++;
+        }
+        if (count == 0 || count > 19 || (count > 1 && *c->s == '0')) return -1;
+        if (p < c->end && (*p == '.' || *p == 'e' || *p == 'E')) return -1;
+        u->n[i] = n;
+        c->s = p;
+        return 0;
+    }
+    return -1; /* a name Codex does not write: the rules in Python */
+}
+
+static int read_usage(cursor *c, int depth, usage *u) {
+    memset(u, 0, sizeof *u);
+    if (members(c, depth, usage_member, u) < 0) return -1;
+    return (u->seen == 0x3b || u->seen == 0x3f) ? 0 : -1; /* all five, cache writes or not */
+}
+
+typedef struct { usage total, last; int seen; } info_fields;
+
+static int info_member(const char *a, const char *b, cursor *c, int depth, void *ctx) {
+    info_fields *f = ctx;
+    if (key_is(a, b, "total_token_usage") || key_is(a, b, "last_token_usage")) {
+        int which = key_is(a, b, "total_token_usage") ? 1 : 2;
+        if (f->seen & which) return -1;
+        f->seen |= which;
+        return read_usage(c, depth, which == 1 ? &f->total : &f->last);
+    }
+    if (key_is(a, b, "model") || key_is(a, b, "model_name") || key_is(a, b, "metadata"))
+        return -1;
+    return value(c, depth);
+}
+
+/* payload's seen bits */
+#define P_TYPE 1
+#define P_INFO 2
+#define P_MODEL 4
+#define P_CWD 8
+typedef struct {
+    info_fields info;
+    const char *type, *type_end, *model, *model_end, *cwd, *cwd_end;
+    int seen, type_compact;
+} payload_fields;
+
+static int text_once(cursor *c, int *seen, int bit, const char **from, const char **to) {
+    if ((*seen & bit) || c->s >= c->end || *c->s != '"') return -1;
+    *seen |= bit;
+    return string(c, from, to);
+}
+
+static int payload_member(const char *a, const char *b, cursor *c, int depth, void *ctx) {
+    payload_fields *f = ctx;
+    if (key_is(a, b, "type")) {
+        f->type_compact = c->compact;
+        return text_once(c, &f->seen, P_TYPE, &f->type, &f->type_end);
+    }
+    if (key_is(a, b, "model")) return text_once(c, &f->seen, P_MODEL, &f->model, &f->model_end);
+    if (key_is(a, b, "cwd")) return text_once(c, &f->seen, P_CWD, &f->cwd, &f->cwd_end);
+    if (key_is(a, b, "info")) {
+        if (f->seen & P_INFO) return -1;
+        f->seen |= P_INFO;
+        return members(c, depth, info_member, &f->info);
+    }
+    if (key_is(a, b, "model_name") || key_is(a, b, "metadata") || key_is(a, b, "thread_settings"))
+        return -1;
+    return value(c, depth);
+}
+
+#define T_TYPE 1
+#define T_STAMP 2
+#define T_PAYLOAD 4
+typedef struct {
+    payload_fields payload;
+    const char *type, *type_end, *stamp, *stamp_end;
+    int seen, type_compact;
+} top_fields;
+
+static int top_member(const char *a, const char *b, cursor *c, int depth, void *ctx) {
+    top_fields *f = ctx;
+    if (key_is(a, b, "type")) {
+        f->type_compact = c->compact;
+        if (text_once(c, &f->seen, T_TYPE, &f->type, &f->type_end) < 0) return -1;
+        /* no other kind of line is read here: give up at once */
+        return key_is(f->type, f->type_end, "event_msg") ||
+                       key_is(f->type, f->type_end, "turn_context")
+                   ? 0
+                   : -1;
+    }
+    if (key_is(a, b, "timestamp")) return text_once(c, &f->seen, T_STAMP, &f->stamp, &f->stamp_end);
+    if (key_is(a, b, "payload")) {
+        if (f->seen & T_PAYLOAD) return -1;
+        f->seen |= T_PAYLOAD;
+        return members(c, depth, payload_member, &f->payload);
+    }
+    return value(c, depth);
+}
+
+/* Epoch milliseconds of YYYY-MM-DDTHH:MM:SS.mmmZ (the form Codex writes), read as
+ * codex.parse_timestamp_ms reads it, in *out; 0 for any other text, or no real date and time
+ * (a time before 1970 is negative: no value is free to say "none"). */
+static int zulu_ms(const char *p, const char *end, long long *out) {
+    if (end - p != 24 || p[4] != '-' || p[7] != '-' || p[10] != 'T' || p[13] != ':' ||
+        p[16] != ':' || p[19] != '.' || p[23] != 'Z')
+        return 0;
+    static const int at[] = {0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18, 20, 21, 22};
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++)
+        if (!is_digit(p[at[i]])) return 0;
+#define NUM2(i) ((p[i] - '0') * 10 + (p[(i) + 1] - '0'))
+    long long year = NUM2(0) * 100 + NUM2(2), month = NUM2(5), day = NUM2(8);
+    long long hour = NUM2(11), minute = NUM2(14), second = NUM2(17);
+    long long millis = (p[20] - '0') * 100 + NUM2(21);
+#undef NUM2
+    static const int month_days[13] = {0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    if (year < 1 || month < 1 || month > 12 || day < 1 ||
+        day > month_days[month] + (month == 2 && leap) || hour > 23 || minute > 59 || second > 59)
+        return 0;
+    /* days from civil (proleptic Gregorian), as datetime.date counts them */
+    long long y = year - (month <= 2);
+    long long era = (y >= 0 ? y : y - 399) / 400;
+    long long yoe = y - era * 400;
+    long long doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+    long long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    long long days = era * 146097 + doe - 719468;
+    *out = (((days * 24 + hour) * 60 + minute) * 60 + second) * 1000 + millis;
+    return 1;
+}
+
+static PyObject *usage_tuple(const usage *u) {
+    return Py_BuildValue("(KKKKKK)", u->n[0], u->n[1], u->n[2], u->n[3], u->n[4], u->n[5]);
+}
+
+static PyObject *text(int has, const char *from, const char *to) {
+    if (!has) Py_RETURN_NONE;
+    return PyUnicode_DecodeASCII(from, to - from, NULL);
+}
+
+PyDoc_STRVAR(plain_doc,
+"plain(line: bytes) -> tuple | None\n\n"
+"A plain token_count line: (timestamp, total, last, its epoch milliseconds when it is in\n"
+"Codex's form, else None); a plain turn_context line: (model,\n"
+"cwd), either None when absent (see the comment in the source); None for any other line.");
+
+static PyObject *plain(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "plain() takes bytes");
+        return NULL;
+    }
+    cursor c = {PyBytes_AS_STRING(arg), PyBytes_AS_STRING(arg) + PyBytes_GET_SIZE(arg), 0};
+    top_fields f;
+    memset(&f, 0, sizeof f);
+    ws(&c);
+    if (members(&c, 0, top_member, &f) < 0) Py_RETURN_NONE;
+    ws(&c);
+    payload_fields *p = &f.payload;
+    /* written compactly, the types are what codex.line_kind finds first: a session line */
+    if (c.s != c.end || !(f.seen & T_TYPE) || !(f.seen & T_PAYLOAD) || !f.type_compact)
+        Py_RETURN_NONE;
+    if (key_is(f.type, f.type_end, "event_msg")) {
+        if (!(f.seen & T_STAMP) || (p->seen & (P_TYPE | P_INFO | P_MODEL)) != (P_TYPE | P_INFO) ||
+            !key_is(p->type, p->type_end, "token_count") || !p->type_compact || p->info.seen != 3)
+            Py_RETURN_NONE;
+        PyObject *total = usage_tuple(&p->info.total), *last = usage_tuple(&p->info.last);
+        PyObject *stamp = text(1, f.stamp, f.stamp_end);
+        if (total == NULL || last == NULL || stamp == NULL) {
+            Py_XDECREF(total);
+            Py_XDECREF(last);
+            Py_XDECREF(stamp);
+            return NULL;
+        }
+        long long millis = 0;
+        PyObject *ms = zulu_ms(f.stamp, f.stamp_end, &millis) ? PyLong_FromLongLong(millis)
+                                                               : Py_NewRef(Py_None);
+        if (ms == NULL) {
+            Py_DECREF(total);
+            Py_DECREF(last);
+            Py_DECREF(stamp);
+            return NULL;
+        }
+        return Py_BuildValue("(NNNN)", stamp, total, last, ms);
+    }
+    if (key_is(f.type, f.type_end, "turn_context")) {
+        if (p->seen & P_INFO) Py_RETURN_NONE;
+        PyObject *model = text(p->seen & P_MODEL, p->model, p->model_end);
+        PyObject *cwd = text(p->seen & P_CWD, p->cwd, p->cwd_end);
+        if (model == NULL || cwd == NULL) {
+            Py_XDECREF(model);
+            Py_XDECREF(cwd);
+            return NULL;
+        }
+        return Py_BuildValue("(NN)", model, cwd);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"collect", collect, METH_VARARGS, collect_doc},
+    {"plain", plain, METH_O, plain_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_codexscan",
+    "The Codex reader's line finder (codex._candidates_py is the same in Python).", -1,
+    methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__codexscan(void) { return PyModule_Create(&module); }
