@@ -23,7 +23,7 @@ from agentwatch.sentinels.token_ledger.metrics import (
     families,
 )
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
-from agentwatch.sentinels.token_ledger.store import Store
+from agentwatch.sentinels.token_ledger.store import StagedRuns, Store
 from tests.transcripts import append, assistant, encode, transcript, user_line
 
 PRICES = PriceBook.load()
@@ -638,3 +638,26 @@ def test_look_ups_during_a_cold_backfill_find_the_latest_staged_row(tmp_path: Pa
     assert db.execute("SELECT count(*) FROM responses_staged").fetchone()[0] == 0
     assert db.execute("SELECT count(*) FROM responses").fetchone()[0] == 4
     db.close()
+
+
+def test_staged_runs_are_merged_once_look_ups_outweigh_them() -> None:
+    """Each batch is a run searched by every look-up; when the look-ups have probed more
+    than the runs hold, the committed runs become one before the next batch's, and a
+    rollback of that batch keeps the merged run."""
+    runs = StagedRuns(1)
+    assert runs.add([1, 5, 9]) == 1
+    runs.committed()
+    assert runs.add([5, 7]) == 4
+    runs.committed()
+    assert sorted(runs.seqs([9])) == [3]  # 2 probes: not worth a merge
+    assert runs.add([8]) == 6
+    runs.committed()
+    assert len(runs.runs) == 3
+    assert sorted(runs.seqs([5, 9])) == [2, 3, 4]  # 8 probes in all, more than 6 messages
+    assert runs.add([5]) == 7
+    assert len(runs.runs) == 2  # the merged run and the new one
+    assert sorted(runs.seqs([5, 7, 1, 8])) == [1, 2, 4, 5, 6, 7]
+    runs.rolled_back()
+    assert len(runs.runs) == 1 and runs.next_seq == 7
+    assert sorted(runs.seqs([5, 9])) == [2, 3, 4]
+    assert runs.add([2]) == 7

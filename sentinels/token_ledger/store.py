@@ -134,38 +134,61 @@ MERGE_STAGED = (
 class StagedRuns:
     """Where the staged rows of each committed batch are (responses_staged has no index on
     the message: one would be scattered like the keyed table): per batch, its messages in
-    order (a batch is written sorted by message, with consecutive `seq`s from `base`).
-    8 bytes a response, kept only while a cold backfill runs."""
+    order (a batch is written sorted by message, with consecutive `seq`s from a first one).
+    8 bytes a response, kept only while a cold backfill runs. A look-up searches every run;
+    once look-ups have probed more than the runs hold, the runs are merged into one (then
+    16 bytes a response), so that neither the look-ups nor the merges grow with the square
+    of a history."""
 
     def __init__(self, next_seq: int) -> None:
         self.next_seq = next_seq
-        self.runs: list[tuple[int, array]] = []  # (base seq, messages in order)
-        self._committed = (next_seq, 0)  # (next_seq, runs) as of the last commit
+        # (messages in order, the first seq or each message's seq)
+        self.runs: list[tuple[array, int | array]] = []
+        self.size = 0  # messages in the runs
+        self.probes = 0  # runs searched by look-ups since the last merge
+        self._committed = (next_seq, 0, 0)  # (next_seq, runs, size) as of the last commit
 
     def add(self, msgs: list[int]) -> int:
-        """A batch of these messages (in order) is written: the `seq` of its first row."""
+        """A batch of these messages (in order) is written: the `seq` of its first row.
+        Called with the store's lock held, so every run before it is committed."""
+        if len(self.runs) > 1 and self.probes > self.size:
+            self._merge_runs()
         base = self.next_seq
-        self.runs.append((base, array("q", msgs)))
+        self.runs.append((array("q", msgs), base))
         self.next_seq += len(msgs)
+        self.size += len(msgs)
         return base
 
-    def seqs(self, msgs: Iterable[int]) -> list[int]:
+    def _merge_runs(self) -> None:
+        pairs: list[tuple[int, int]] = []
+        for run, where in self.runs:
+            seqs = range(where, where + len(run)) if isinstance(where, int) else where
+            pairs.extend(zip(run, seqs, strict=True))
+        pairs.sort()
+        merged = (array("q", [msg for msg, _ in pairs]), array("q", [seq for _, seq in pairs]))
+        self.runs = [merged]  # a new list: a look-up going through the old one is not upset
+        self._committed = (self.next_seq, 1, self.size)
+        self.probes = 0
+
+    def seqs(self, msgs: list[int]) -> list[int]:
         """The `seq` of every staged row of these messages."""
+        runs = self.runs
+        self.probes += len(msgs) * len(runs)
         found: list[int] = []
-        for base, run in self.runs:
+        for run, where in runs:
             end = len(run)
             for msg in msgs:
                 at = bisect.bisect_left(run, msg)
                 while at < end and run[at] == msg:
-                    found.append(base + at)
+                    found.append(where + at if isinstance(where, int) else where[at])
                     at += 1
         return found
 
     def committed(self) -> None:
-        self._committed = (self.next_seq, len(self.runs))
+        self._committed = (self.next_seq, len(self.runs), self.size)
 
     def rolled_back(self) -> None:
-        self.next_seq, runs = self._committed
+        self.next_seq, runs, self.size = self._committed
         del self.runs[runs:]
 
 
