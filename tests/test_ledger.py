@@ -661,3 +661,19 @@ def test_staged_runs_are_merged_once_look_ups_outweigh_them() -> None:
     assert len(runs.runs) == 1 and runs.next_seq == 7
     assert sorted(runs.seqs([5, 9])) == [2, 3, 4]
     assert runs.add([2]) == 7
+
+
+def test_staged_runs_merge_only_committed_batches() -> None:
+    """Two batches in one transaction: the merge before the second takes the committed runs
+    only, so a rollback still forgets the first."""
+    runs = StagedRuns(1)
+    runs.add([1, 2])
+    runs.committed()
+    runs.add([3])
+    runs.committed()
+    runs.seqs([1, 2, 3])  # 6 probes, 3 messages
+    runs.add([4])  # not committed
+    runs.add([5])  # merges the 2 committed runs only
+    assert len(runs.runs) == 3
+    runs.rolled_back()
+    assert runs.next_seq == 4 and sorted(runs.seqs([1, 2, 3, 4, 5])) == [1, 2, 3]

@@ -149,9 +149,8 @@ class StagedRuns:
         self._committed = (next_seq, 0, 0)  # (next_seq, runs, size) as of the last commit
 
     def add(self, msgs: list[int]) -> int:
-        """A batch of these messages (in order) is written: the `seq` of its first row.
-        Called with the store's lock held, so every run before it is committed."""
-        if len(self.runs) > 1 and self.probes > self.size:
+        """A batch of these messages (in order) is written: the `seq` of its first row."""
+        if self._committed[1] > 1 and self.probes > self.size:
             self._merge_runs()
         base = self.next_seq
         self.runs.append((array("q", msgs), base))
@@ -160,14 +159,17 @@ class StagedRuns:
         return base
 
     def _merge_runs(self) -> None:
+        """The committed runs into one (a rollback drops only the runs after them)."""
+        next_seq, count, size = self._committed
         pairs: list[tuple[int, int]] = []
-        for run, where in self.runs:
+        for run, where in self.runs[:count]:
             seqs = range(where, where + len(run)) if isinstance(where, int) else where
             pairs.extend(zip(run, seqs, strict=True))
         pairs.sort()
         merged = (array("q", [msg for msg, _ in pairs]), array("q", [seq for _, seq in pairs]))
-        self.runs = [merged]  # a new list: a look-up going through the old one is not upset
-        self._committed = (self.next_seq, 1, self.size)
+        # a new list: a look-up going through the old one is not upset
+        self.runs = [merged, *self.runs[count:]]
+        self._committed = (next_seq, 1, size)
         self.probes = 0
 
     def seqs(self, msgs: list[int]) -> list[int]:
@@ -289,9 +291,8 @@ class Store:
         self.rollback()
 
     def _next_seq(self) -> int:
-        return self.db.execute("SELECT coalesce(max(seq), 0) + 1 FROM responses_staged").fetchone()[
-            0
-        ]
+        row = self.db.execute("SELECT coalesce(max(seq), 0) + 1 FROM responses_staged").fetchone()
+        return int(row[0])
 
     def _merge(self) -> None:
         self.db.execute("BEGIN IMMEDIATE")
