@@ -22,8 +22,15 @@ from agentwatch.sentinels.token_ledger.store import DATABASE_FILE
 
 _QUERY = """
 SELECT l.model, COUNT(*), SUM(r.c_in), SUM(r.c_out), SUM(r.c_cr), SUM(r.c_cc), SUM(r.c_cost)
-FROM responses r JOIN labelsets l ON l.id = r.labels GROUP BY l.model
+FROM {responses} r JOIN labelsets l ON l.id = r.labels GROUP BY l.model
 """
+# A cold backfill's rows wait in responses_staged until it ends (token_ledger/store.py), the
+# latest copy of each key being its row (SQLite takes the other columns from the max() row).
+_WITH_STAGED = """(
+SELECT labels, c_in, c_out, c_cr, c_cc, c_cost FROM responses UNION ALL
+SELECT labels, c_in, c_out, c_cr, c_cc, c_cost FROM (
+    SELECT labels, c_in, c_out, c_cr, c_cc, c_cost, max(seq) FROM responses_staged
+    GROUP BY msg, req))"""
 
 
 def add(commands: argparse._SubParsersAction) -> None:
@@ -70,7 +77,11 @@ def read_models(database: Path, book: PriceBook) -> list[Model]:
     """The models counted in `database`, unpriced ones first, then by tokens."""
     connection = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
     try:
-        rows = connection.execute(_QUERY).fetchall()
+        staged = connection.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'responses_staged'"
+        ).fetchone()  # a database of a sentinel from before has none
+        query = _QUERY.format(responses=_WITH_STAGED if staged else "responses")
+        rows = connection.execute(query).fetchall()
     finally:
         connection.close()
     models = []

@@ -23,7 +23,7 @@ from agentwatch.sentinels.token_ledger.metrics import (
     families,
 )
 from agentwatch.sentinels.token_ledger.pricing import PriceBook
-from agentwatch.sentinels.token_ledger.store import Store
+from agentwatch.sentinels.token_ledger.store import StagedRuns, Store
 from tests.transcripts import append, assistant, encode, transcript, user_line
 
 PRICES = PriceBook.load()
@@ -524,3 +524,156 @@ def test_a_ledger_from_before_the_tail_fingerprint_is_upgraded(tmp_path: Path) -
         assert (position.offset, position.tail) == (300, b"")  # unknown tail: not a reset
     finally:
         store.close()
+
+
+def _responses(path: Path) -> list[tuple]:
+    """The responses table with label values for ids (numbered in reading order)."""
+    db = sqlite3.connect(path)
+    try:
+        return db.execute(
+            "SELECT msg, req, side, total, speed, cost, c_in, c_out, c_cr, c_cc, c_cost, "
+            "project, model, session FROM responses JOIN labelsets ON labels = labelsets.id "
+            "ORDER BY msg, req"
+        ).fetchall()
+    finally:
+        db.close()
+
+
+def _staged_and_keyed(path: Path) -> tuple[int, int]:
+    db = sqlite3.connect(path)
+    try:
+        return tuple(  # type: ignore[return-value]
+            db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("responses_staged", "responses")
+        )
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("merged_on_open", [True, False], ids=["merged", "mutant-unmerged"])
+def test_a_backfill_stopped_with_staged_rows_counts_as_a_clean_one(
+    tmp_path: Path, root: Path, monkeypatch, merged_on_open: bool
+) -> None:
+    """A cold backfill writes its responses to responses_staged, merged into the keyed table
+    when it ends. Stopped before (its batches committed, no merge), the next open merges them
+    first: the totals and the rows equal one clean pass. Later copies of a response, in
+    later batches, find the staged row and add only their difference. The mutant without
+    the merge on open counts those copies again."""
+    from agentwatch.sentinels.token_ledger import ledger as ledger_module
+
+    for number in range(8):
+        records = [assistant(f"m{number}_{i}", output_tokens=i + 1) for i in range(40)]
+        if number:  # the streamed final copies of the previous file's responses, larger
+            records += [assistant(f"m{number - 1}_{i}", output_tokens=i + 50) for i in range(40)]
+        transcript(root, slug=f"-p{number % 2}", session=f"s{number}").write_bytes(encode(*records))
+    clean = Ledger(Store(tmp_path / "clean.sqlite"), PRICES, [root / "projects"])
+    clean.catch_up()
+    clean.store.close()
+    assert _staged_and_keyed(tmp_path / "clean.sqlite") == (0, 8 * 40)
+    assert totals(clean)["output"] == 7 * sum(range(50, 90)) + sum(range(1, 41))
+
+    monkeypatch.setattr(ledger_module, "COMMIT_ENTRIES", 50)  # a batch per file or two
+    stopped = Ledger(Store(tmp_path / "ledger.sqlite"), PRICES, [root / "projects"])
+    stopped.scan()
+    reading = stopped.read_all()
+    for _ in range(4):  # half of the files, several batches committed
+        next(reading)
+    reading.close()
+    stopped.flush()
+    assert stopped.commits >= 3
+    stopped.store.close()  # as a kill leaves it: committed batches, no merge
+    staged, keyed = _staged_and_keyed(tmp_path / "ledger.sqlite")
+    assert staged > 50 and keyed == 0
+
+    if not merged_on_open:
+        monkeypatch.setattr(Store, "_merge", lambda self: None)
+    again = Ledger(Store(tmp_path / "ledger.sqlite"), PRICES, [root / "projects"])
+    if merged_on_open:
+        assert _staged_and_keyed(tmp_path / "ledger.sqlite") == (0, staged)
+        assert not again.store.staging  # the rest is written to the keyed table
+    again.catch_up()
+    again.store.close()
+    if merged_on_open:
+        assert totals(again) == totals(clean)
+        assert _responses(tmp_path / "ledger.sqlite") == _responses(tmp_path / "clean.sqlite")
+    else:
+        assert totals(again)["output"] > totals(clean)["output"]
+
+
+def test_look_ups_during_a_cold_backfill_find_the_latest_staged_row(tmp_path: Path) -> None:
+    """Staged rows are found by message through the batches' runs, across batches, the
+    latest copy of a key winning; a batch rolled back is forgotten, and its numbers are
+    given to the next batch."""
+    store = Store(tmp_path / "ledger.sqlite")
+    assert store.staging
+    first = Store.response_batch([], [(11, 5, 0, 100, 0, 0.5, 10, 20, 30, 40, 0.5, 1),
+                                      (22, 5, 0, 7, 0, 0.1, 1, 2, 3, 1, 0.1, 1)])  # fmt: skip
+    second = Store.response_batch([], [(11, 5, 0, 150, 1, 0.7, 10, 70, 30, 40, 0.7, 1),
+                                       (11, 9, 1, 3, 0, 0.0, 3, 0, 0, 0, 0.0, 2)])  # fmt: skip
+    for batch in (first, second):
+        store.will_store(row[0] for row in batch)
+        store.begin()
+        store.save_responses(batch)
+        store.commit()
+    lost = Store.response_batch([], [(11, 5, 0, 999, 0, 9.0, 9, 9, 9, 9, 9.0, 1)])
+    store.will_store([11])
+    store.begin()
+    store.save_responses(lost)
+    store.rollback()
+    found = store.responses_for([11, 22, 33])
+    assert sorted(r.as_tuple() for r in found[11]) == sorted(second)
+    assert [r.as_tuple() for r in found[22]] == [first[1]]
+    assert set(found) == {11, 22}
+    third = Store.response_batch([], [(33, 5, 0, 1, 0, 0.0, 1, 0, 0, 0, 0.0, 1)])
+    store.will_store([33])
+    store.begin()
+    store.save_responses(third)  # numbered where the lost batch was
+    store.commit()
+    assert [r.as_tuple() for r in store.responses_for([33])[33]] == third
+    store.merge_staged()
+    assert not store.staging
+    assert sorted(r.as_tuple() for r in store.responses_for([11])[11]) == sorted(second)
+    store.close()
+    db = sqlite3.connect(tmp_path / "ledger.sqlite")
+    assert db.execute("SELECT count(*) FROM responses_staged").fetchone()[0] == 0
+    assert db.execute("SELECT count(*) FROM responses").fetchone()[0] == 4
+    db.close()
+
+
+def test_staged_runs_are_merged_once_look_ups_outweigh_them() -> None:
+    """Each batch is a run searched by every look-up; when the look-ups have probed more
+    than the runs hold, the committed runs become one before the next batch's, and a
+    rollback of that batch keeps the merged run."""
+    runs = StagedRuns(1)
+    assert runs.add([1, 5, 9]) == 1
+    runs.committed()
+    assert runs.add([5, 7]) == 4
+    runs.committed()
+    assert sorted(runs.seqs([9])) == [3]  # 2 probes: not worth a merge
+    assert runs.add([8]) == 6
+    runs.committed()
+    assert len(runs.runs) == 3
+    assert sorted(runs.seqs([5, 9])) == [2, 3, 4]  # 8 probes in all, more than 6 messages
+    assert runs.add([5]) == 7
+    assert len(runs.runs) == 2  # the merged run and the new one
+    assert sorted(runs.seqs([5, 7, 1, 8])) == [1, 2, 4, 5, 6, 7]
+    runs.rolled_back()
+    assert len(runs.runs) == 1 and runs.next_seq == 7
+    assert sorted(runs.seqs([5, 9])) == [2, 3, 4]
+    assert runs.add([2]) == 7
+
+
+def test_staged_runs_merge_only_committed_batches() -> None:
+    """Two batches in one transaction: the merge before the second takes the committed runs
+    only, so a rollback still forgets the first."""
+    runs = StagedRuns(1)
+    runs.add([1, 2])
+    runs.committed()
+    runs.add([3])
+    runs.committed()
+    runs.seqs([1, 2, 3])  # 6 probes, 3 messages
+    runs.add([4])  # not committed
+    runs.add([5])  # merges the 2 committed runs only
+    assert len(runs.runs) == 3
+    runs.rolled_back()
+    assert runs.next_seq == 4 and sorted(runs.seqs([1, 2, 3, 4, 5])) == [1, 2, 3]

@@ -108,3 +108,29 @@ def test_reads_without_writing_and_explains_a_missing_database(
     env = {"XDG_CONFIG_HOME": str(ledger["xdg"])}
     missing = run_cli("prices", "--state-dir", str(tmp_path / "none"), env=env)
     assert missing.returncode == 1 and "no token-ledger database" in missing.stdout
+
+
+def test_a_backfill_under_way_is_read_from_its_staged_rows(
+    ledger: dict[str, Path], tmp_path: Path
+) -> None:
+    """While a cold backfill runs, its responses wait in responses_staged, the latest copy
+    of a key being its row: the models read from such a database (the real sentinel's rows
+    moved there, each after an older copy that counted nothing) equal the merged ones."""
+    from agentwatch.cli.prices import read_models
+    from agentwatch.sentinels.token_ledger.pricing import PriceBook
+
+    database = ledger["state"] / "token-ledger.sqlite"
+    want = read_models(database, PriceBook.load())
+    assert want
+    staged = tmp_path / "token-ledger.sqlite"
+    source, copy = sqlite3.connect(database), sqlite3.connect(staged)
+    source.backup(copy)
+    source.close()
+    columns = "msg, req, side, total, speed, cost, c_in, c_out, c_cr, c_cc, c_cost, labels"
+    copy.execute(f"INSERT INTO responses_staged ({columns}) SELECT msg, req, side, total, "
+                 "speed, cost, 0, 0, 0, 0, 0.0, labels FROM responses")  # fmt: skip
+    copy.execute(f"INSERT INTO responses_staged ({columns}) SELECT * FROM responses")
+    copy.execute("DELETE FROM responses")
+    copy.commit()
+    copy.close()
+    assert read_models(staged, PriceBook.load()) == want

@@ -412,6 +412,13 @@ class Ledger:
         for _ in self.read_all(workers):
             pass
         self.flush()
+        self.end_backfill()
+
+    def end_backfill(self) -> None:
+        """After a backfill's last flush: the responses a cold backfill staged go into their
+        keyed table (Store.merge_staged), so that the live phase writes there."""
+        self.finish_commit()
+        self.store.merge_staged()
 
     def read_all(self, workers: int = 1) -> Generator[int]:
         """Read every pending file to its end, yielding bytes read per chunk (for progress).

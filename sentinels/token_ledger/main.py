@@ -373,6 +373,7 @@ class TokenLedger:
                 return Outcome(again_in=0.0)
         self.reading = None
         ledger.flush()
+        ledger.end_backfill()  # a failure: the next cycle reads nothing new and tries again
         gc.set_threshold(*self.gc_threshold)
         self.progress.tick(force=self.progress.active)
         if not self.once:

@@ -13,6 +13,7 @@ import json
 import os
 import sqlite3
 import threading
+from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
@@ -40,6 +41,18 @@ CREATE TABLE IF NOT EXISTS responses (
     c_cc INTEGER NOT NULL, c_cost REAL NOT NULL, labels INTEGER NOT NULL,
     PRIMARY KEY (msg, req)
 ) WITHOUT ROWID;
+-- The responses rows of a cold backfill (the responses table empty when it started), appended
+-- in commit order: one keyed by hashes touches nearly every page at each commit, so a
+-- backfill's commits cost the square of its responses. Moved into `responses` in key order
+-- when the backfill ends (Store.merge_staged) or, after a crash, when the database is opened;
+-- the latest `seq` of a (msg, req) is its current row. Added in schema 1 without a version
+-- change (a database from before simply has it empty).
+CREATE TABLE IF NOT EXISTS responses_staged (
+    seq INTEGER PRIMARY KEY, msg INTEGER NOT NULL, req INTEGER NOT NULL, side INTEGER NOT NULL,
+    total INTEGER NOT NULL, speed INTEGER NOT NULL, cost REAL NOT NULL,
+    c_in INTEGER NOT NULL, c_out INTEGER NOT NULL, c_cr INTEGER NOT NULL,
+    c_cc INTEGER NOT NULL, c_cost REAL NOT NULL, labels INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS labelsets (
     id INTEGER PRIMARY KEY, project TEXT NOT NULL, model TEXT NOT NULL, session TEXT NOT NULL,
     UNIQUE (project, model, session)
@@ -107,6 +120,78 @@ def _path_of(stored: str | bytes) -> str:
 
 
 CounterKey = tuple[str, tuple[str, ...]]  # (metric name, label values in declared order)
+
+_COLUMNS = "msg, req, side, total, speed, cost, c_in, c_out, c_cr, c_cc, c_cost, labels"
+_MARKS = ",".join("?" * 12)
+# The staged rows into the keyed table, in key order (appended to its end, not scattered),
+# the latest copy of a key last so that it wins.
+MERGE_STAGED = (
+    f"INSERT OR REPLACE INTO responses SELECT {_COLUMNS} FROM responses_staged"
+    " ORDER BY msg, req, seq"
+)
+
+
+class StagedRuns:
+    """Where the staged rows of each committed batch are (responses_staged has no index on
+    the message: one would be scattered like the keyed table): per batch, its messages in
+    order (a batch is written sorted by message, with consecutive `seq`s from a first one).
+    8 bytes a response, kept only while a cold backfill runs. A look-up searches every run;
+    once look-ups have probed more than the runs hold, the runs are merged into one (then
+    16 bytes a response), so that neither the look-ups nor the merges grow with the square
+    of a history."""
+
+    def __init__(self, next_seq: int) -> None:
+        self.next_seq = next_seq
+        # (messages in order, the first seq or each message's seq)
+        self.runs: list[tuple[array, int | array]] = []
+        self.size = 0  # messages in the runs
+        self.probes = 0  # runs searched by look-ups since the last merge
+        self._committed = (next_seq, 0, 0)  # (next_seq, runs, size) as of the last commit
+
+    def add(self, msgs: list[int]) -> int:
+        """A batch of these messages (in order) is written: the `seq` of its first row."""
+        if self._committed[1] > 1 and self.probes > self.size:
+            self._merge_runs()
+        base = self.next_seq
+        self.runs.append((array("q", msgs), base))
+        self.next_seq += len(msgs)
+        self.size += len(msgs)
+        return base
+
+    def _merge_runs(self) -> None:
+        """The committed runs into one (a rollback drops only the runs after them)."""
+        next_seq, count, size = self._committed
+        pairs: list[tuple[int, int]] = []
+        for run, where in self.runs[:count]:
+            seqs = range(where, where + len(run)) if isinstance(where, int) else where
+            pairs.extend(zip(run, seqs, strict=True))
+        pairs.sort()
+        merged = (array("q", [msg for msg, _ in pairs]), array("q", [seq for _, seq in pairs]))
+        # a new list: a look-up going through the old one is not upset
+        self.runs = [merged, *self.runs[count:]]
+        self._committed = (next_seq, 1, size)
+        self.probes = 0
+
+    def seqs(self, msgs: list[int]) -> list[int]:
+        """The `seq` of every staged row of these messages."""
+        runs = self.runs
+        self.probes += len(msgs) * len(runs)
+        found: list[int] = []
+        for run, where in runs:
+            end = len(run)
+            for msg in msgs:
+                at = bisect.bisect_left(run, msg)
+                while at < end and run[at] == msg:
+                    found.append(where + at if isinstance(where, int) else where[at])
+                    at += 1
+        return found
+
+    def committed(self) -> None:
+        self._committed = (self.next_seq, len(self.runs), self.size)
+
+    def rolled_back(self) -> None:
+        self.next_seq, runs, self.size = self._committed
+        del self.runs[runs:]
 
 
 def _rows_of(batch: list[tuple], msgs: list[int]) -> Iterator[tuple]:
@@ -197,9 +282,42 @@ class Store:
         self._labelsets: dict[tuple[str, str, str], int] = {}
         self._labelsets_by_id: dict[int, tuple[str, str, str]] = {}
         self._new_labelsets: list[tuple[int, str, str, str]] = []
+        if self.db.execute("SELECT 1 FROM responses_staged LIMIT 1").fetchone() is not None:
+            self._merge()  # a backfill stopped before its end: its rows take their place
         empty = self.db.execute("SELECT 1 FROM responses LIMIT 1").fetchone() is None
         self._stored_msgs = new_filter() if empty else None
+        # A cold backfill's rows go to responses_staged until merge_staged.
+        self._staged = StagedRuns(self._next_seq()) if empty else None
         self.rollback()
+
+    def _next_seq(self) -> int:
+        row = self.db.execute("SELECT coalesce(max(seq), 0) + 1 FROM responses_staged").fetchone()
+        return int(row[0])
+
+    def _merge(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute(MERGE_STAGED)
+            self.db.execute("DELETE FROM responses_staged")
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    @property
+    def staging(self) -> bool:
+        """True while responses are written to responses_staged (a cold backfill)."""
+        return self._staged is not None
+
+    def merge_staged(self) -> None:
+        """At the end of a cold backfill: its staged responses into the keyed table, in one
+        transaction (a failure keeps them staged, still found by look-ups); later writes go
+        to the keyed table."""
+        if self._staged is None:
+            return
+        with self.lock:
+            self._merge()
+            self._staged = None
 
     def close(self) -> None:
         if self._lock < 0:
@@ -290,8 +408,10 @@ class Store:
             found.setdefault(row[0], []).append(ResponseRow(*row))
         return found
 
-    @staticmethod
-    def _select_responses(db: sqlite3.Connection, msgs: list[int]) -> dict[tuple, tuple]:
+    def _select_responses(self, db: sqlite3.Connection, msgs: list[int]) -> dict[tuple, tuple]:
+        staged = self._staged
+        if staged is not None:  # nothing in `responses` (see StagedRuns)
+            return self._select_staged(db, staged.seqs(msgs))
         stored: dict[tuple, tuple] = {}
         for start in range(0, len(msgs), 30000):
             part = msgs[start : start + 30000]
@@ -300,6 +420,19 @@ class Store:
             for row in db.execute(query, part).fetchall():
                 stored[(row[0], row[1])] = row
         return stored
+
+    @staticmethod
+    def _select_staged(db: sqlite3.Connection, seqs: list[int]) -> dict[tuple, tuple]:
+        """The rows at these `seq`s (a seq of a batch not committed yet finds nothing), the
+        latest of each key winning."""
+        rows: list[tuple] = []
+        for start in range(0, len(seqs), 30000):
+            part = seqs[start : start + 30000]
+            marks = ",".join("?" * len(part))
+            query = f"SELECT * FROM responses_staged WHERE seq IN ({marks})"
+            rows.extend(db.execute(query, part).fetchall())
+        rows.sort()
+        return {(row[1], row[2]): row[1:] for row in rows}
 
     def _reader(self) -> sqlite3.Connection:
         """A read-only connection for look-ups while the commit thread writes."""
@@ -363,6 +496,8 @@ class Store:
 
     def commit(self) -> None:
         self.db.execute("COMMIT")
+        if self._staged is not None:
+            self._staged.committed()
 
     def rollback(self) -> None:
         with self.lock:
@@ -371,6 +506,8 @@ class Store:
     def _rollback(self) -> None:
         if self.db.in_transaction:
             self.db.execute("ROLLBACK")
+        if self._staged is not None:  # the runs of batches that were not committed
+            self._staged.rolled_back()
         # Label sets inserted by the failed step are gone from the database: forget them too.
         self._labelsets = {
             (p, m, s): i for i, p, m, s in self.db.execute("SELECT * FROM labelsets")
@@ -408,9 +545,19 @@ class Store:
 
     def save_responses(self, batch: list[tuple]) -> None:
         """Within the open transaction: a response_batch whose messages will_store was told."""
-        self.db.executemany(
-            "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", batch
-        )
+        staged = self._staged
+        if staged is None:
+            self.db.executemany(
+                "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", batch
+            )
+            return
+        base = staged.add([row[0] for row in batch])
+        # SQLite numbers appended rows max(seq) + 1 on: no Python per row. Checked, since
+        # the look-ups rely on it.
+        self.db.executemany(f"INSERT INTO responses_staged ({_COLUMNS}) VALUES ({_MARKS})", batch)
+        last = self.db.execute("SELECT max(seq) FROM responses_staged").fetchone()[0]
+        if batch and last != base + len(batch) - 1:
+            raise RuntimeError(f"staged responses numbered to {last}, not {base + len(batch) - 1}")
 
     def add_counters(self, deltas: dict[CounterKey, float]) -> None:
         self.db.executemany(

@@ -22,6 +22,7 @@ import json
 import math
 import os
 import random
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -30,6 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -527,3 +529,73 @@ def test_regression_label_values_survive_restart(tmp_path: Path) -> None:
     assert_conforms(reference, first.totals, "first run")
     second = run_ledger(case, tmp_path / "run2", state)
     assert_conforms(reference, second.totals, "after a restart")
+
+
+def _staged_and_keyed(database: Path) -> tuple[int, int]:
+    """Rows in responses_staged and in responses, as committed (0, 0 before the schema)."""
+    if not database.exists():
+        return 0, 0
+    db = sqlite3.connect(f"file:{database}?mode=ro", uri=True)
+    try:
+        return tuple(  # type: ignore[return-value]
+            db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table in ("responses_staged", "responses")
+        )
+    except sqlite3.OperationalError:  # the schema not committed yet
+        return 0, 0
+    finally:
+        db.close()
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    """SIGSTOP, and wait until every thread of it is stopped."""
+    process.send_signal(signal.SIGSTOP)
+    watched = psutil.Process(process.pid)
+    deadline = time.monotonic() + TIMEOUT
+    while watched.status() != psutil.STATUS_STOPPED:
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.001)
+
+
+def test_a_kill_with_staged_responses_then_restart_equals_ccusage(tmp_path: Path) -> None:
+    """A cold backfill's responses wait in responses_staged until it ends (merged into the
+    keyed table then). The sentinel (the daemon, one process, at low priority) is run in
+    slices between SIGSTOPs, its database looked at while it is stopped, and killed once
+    batches are staged and not merged; the restart merges them first, and its totals equal
+    a clean run's and ccusage's (the mutant without that merge counts copies twice)."""
+    case = corpus.random_corpus(tmp_path / "corpus", 303, 2500, big_lines=20)
+    reference, clean = run_both(case, tmp_path / "clean", tmp_path / "clean-state")
+    state, scratch = tmp_path / "state", tmp_path / "killed"
+    scratch.mkdir()
+    config = scratch / "one-process.yaml"  # every chunk decided in the process we stop
+    config.write_text("sentinels:\n  token-ledger:\n    workers: 1\n")
+    command = [
+        sys.executable, "-m", "agentwatch.cli", "--log-level", "warning", "--config",
+        str(config), "sentinel", "token-ledger", "--spool-dir", str(scratch / "spool"),
+        "--state-dir", str(state),
+    ]  # fmt: skip
+    database = state / "token-ledger.sqlite"
+    with (scratch / "stderr").open("w") as stderr:
+        process = subprocess.Popen(
+            command, env=_environment(case, scratch), cwd=scratch,
+            stdout=subprocess.DEVNULL, stderr=stderr, text=True,
+        )  # fmt: skip
+        try:
+            psutil.Process(process.pid).nice(19)  # our slices end when we say so
+            _stop(process)
+            deadline = time.monotonic() + TIMEOUT
+            while (counts := _staged_and_keyed(database))[0] == 0:
+                assert counts[1] == 0, "the backfill ended between two looks: slice it finer"
+                assert time.monotonic() < deadline, "no batch was staged"
+                process.send_signal(signal.SIGCONT)
+                time.sleep(0.002)
+                _stop(process)
+        finally:
+            process.kill()
+            process.wait(timeout=TIMEOUT)
+    staged, keyed = _staged_and_keyed(database)
+    assert staged > 0 and keyed == 0
+    restarted = run_ledger(case, tmp_path / "restart", state)
+    assert _staged_and_keyed(database) == (0, len(_ledger_responses(tmp_path / "clean-state")))
+    assert _token_and_cost_samples(restarted) == _token_and_cost_samples(clean)
+    assert_conforms(expected(case, reference, state), restarted.totals, "restart")
