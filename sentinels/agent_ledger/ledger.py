@@ -245,7 +245,7 @@ class Ledger:
                 batches[0].gone = gone
             self.queue.extend(batches)
         if self.queue:
-            self.store.defer_time_index()
+            self.store.defer_indexes()
 
     @staticmethod
     def _batches(
@@ -264,7 +264,7 @@ class Ledger:
     def step(self) -> bool:
         """Read and commit the next batch; False when none is queued."""
         if not self.queue:
-            self.store.backfilled()  # a backfill's end, or a cycle's (Store.defer_time_index)
+            self.store.backfilled()  # a backfill's end, or a cycle's (Store.defer_indexes)
             return False
         batch = self.queue.popleft()
         threshold = gc.get_threshold()
