@@ -204,7 +204,7 @@ class Store:
         if written is None:
             unique, column = list(set(keys)), "key"
         else:
-            unique, column = [written[key] for key in set(keys) if key in written], "rowid"
+            unique, column = [written[key] for key in written.keys() & keys], "rowid"
         for start in range(0, len(unique), 30000):
             part = unique[start : start + 30000]
             marks = ",".join("?" * len(part))
