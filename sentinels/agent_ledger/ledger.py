@@ -407,7 +407,9 @@ class Ledger:
             g_in, g_out = float(entry.input), float(entry.output)
             g_cr, g_cc = float(entry.cache_read), float(entry.cache_creation)
             g_usd = float(cost) if cost else 0.0
-            row = rows.get(key) or known.get(key)
+            row = rows.get(key)
+            if row is None and known:  # a backfill's batch seldom meets a counted key
+                row = known.get(key)
             if row is None:  # nothing counted yet: all of it grew
                 fresh = 1.0
                 stamp = entry.timestamp if isfinite(entry.timestamp) else now

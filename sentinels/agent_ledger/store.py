@@ -333,13 +333,16 @@ class Store:
         stay those of its first count), a new one appended. A rowid table without deletes
         gives each appended row the largest rowid plus one, so the new keys' rowids are
         known (and noted in `added` before they are written, to be forgotten on a rollback)."""
-        fresh = [row for key, row in rows.items() if key not in written]
-        if len(fresh) < len(rows):
+        before = written.keys() & rows.keys()  # usually none: a backfill's keys are new
+        if before:
             self.db.executemany(
                 "UPDATE responses SET t_in = ?, t_out = ?, t_cr = ?, t_cc = ?, cost = ?"
                 " WHERE rowid = ?",
-                ((*_AMOUNTS(row), written[key]) for key, row in rows.items() if key in written),
+                ((*_AMOUNTS(rows[key]), written[key]) for key in before),
             )
+            fresh = [row for key, row in rows.items() if key not in before]
+        else:
+            fresh = list(rows.values())
         last = self.db.execute("SELECT max(rowid) FROM responses").fetchone()[0] or 0
         added.extend(map(_by_key, fresh))
         written.update(zip(added, range(last + 1, last + 1 + len(added)), strict=True))
