@@ -245,7 +245,7 @@ class Ledger:
                 batches[0].gone = gone
             self.queue.extend(batches)
         if self.queue:
-            self.store.defer_time_index()
+            self.store.defer_indexes()
 
     @staticmethod
     def _batches(
@@ -264,7 +264,7 @@ class Ledger:
     def step(self) -> bool:
         """Read and commit the next batch; False when none is queued."""
         if not self.queue:
-            self.store.backfilled()  # a backfill's end, or a cycle's (Store.defer_time_index)
+            self.store.backfilled()  # a backfill's end, or a cycle's (Store.defer_indexes)
             return False
         batch = self.queue.popleft()
         threshold = gc.get_threshold()
@@ -407,7 +407,9 @@ class Ledger:
             g_in, g_out = float(entry.input), float(entry.output)
             g_cr, g_cc = float(entry.cache_read), float(entry.cache_creation)
             g_usd = float(cost) if cost else 0.0
-            row = rows.get(key) or known.get(key)
+            row = rows.get(key)
+            if row is None and known:  # a backfill's batch seldom meets a counted key
+                row = known.get(key)
             if row is None:  # nothing counted yet: all of it grew
                 fresh = 1.0
                 stamp = entry.timestamp if isfinite(entry.timestamp) else now

@@ -5,13 +5,15 @@ counter change their entries caused, so a crash at any moment keeps a batch whol
 whole: a dropped batch's files still carry their old stamps and are read again, and what a
 kept batch counted is in the rows its re-read is decided against. Nothing counts twice.
 
-Response keys are stored as a 64-bit hash (never a reader's text), the table's integer
-primary key: rows are found and written by it without a second B-tree (the token ledger's
-keys are 8 bytes too; two of a million keys share one with a chance of 3e-8). Tokens and
-costs are REAL (the ledger counts no record past base.MAX_TOKENS = 2^53, where a REAL is still
-exact). Schema 1 kept 16-byte blob keys; an open migrates it in one transaction to 2 (each
-key becomes its first 8 bytes, what key_hash makes of the same text now), so that nothing
-counted is counted again; a binary of schema 1 refuses a database of schema 2.
+Response keys are stored as a 64-bit hash (never a reader's text), in a column with a
+unique index (two of a million keys share one with a chance of 3e-8). The table itself is a
+plain rowid table: a backfill into an empty one appends its rows (Store.defer_indexes) and
+builds both indexes once at its end, where inserting hashed keys into a keyed table wrote
+pages all over it (Gemini 256 MiB: 0.7 s more CPU). Tokens and costs are REAL (the ledger
+counts no record past base.MAX_TOKENS = 2^53, where a REAL is still exact). Schema 1 kept
+16-byte blob keys, schema 2 the 64-bit key as the rowid; an open migrates either in one
+transaction to 3 (a schema 1 key becomes its first 8 bytes, what key_hash makes of the same
+text now), so that nothing counted is counted again; an older binary refuses schema 3.
 """
 
 from __future__ import annotations
@@ -28,13 +30,17 @@ from pathlib import Path
 from agentwatch.core import ledger_db, single
 
 DATABASE_FILE = "agent-ledger.sqlite"
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
-# What `cost_since` reads by: dropped during a backfill into an empty table and built
-# whole when it ends (Store.defer_time_index); an open creates it when missing.
-_TIME_INDEX = "CREATE INDEX IF NOT EXISTS responses_by_time ON responses (ts, agent)"
+# Dropped during a backfill into an empty table and built whole when it ends
+# (Store.defer_indexes); an open creates one that is missing (a kill mid-backfill). Rows are
+# found by key; `cost_since` reads by time (the agent and cost from the row either way: an
+# index on (ts, agent) answered no faster and took 20% longer to build).
+_KEY_INDEX = "CREATE UNIQUE INDEX IF NOT EXISTS {name} ON {table} (key)"
+_TIME_INDEX = "CREATE INDEX IF NOT EXISTS responses_by_time ON responses (ts)"
+_INDEXES = (_KEY_INDEX.format(name="responses_by_key", table="responses"), _TIME_INDEX)
 _RESPONSES = """CREATE TABLE IF NOT EXISTS {table} (
-    key INTEGER PRIMARY KEY, agent TEXT NOT NULL, session TEXT NOT NULL, project TEXT NOT NULL,
+    key INTEGER NOT NULL, agent TEXT NOT NULL, session TEXT NOT NULL, project TEXT NOT NULL,
     model TEXT NOT NULL, ts REAL NOT NULL, t_in REAL NOT NULL, t_out REAL NOT NULL,
     t_cr REAL NOT NULL, t_cc REAL NOT NULL, cost REAL NOT NULL
 )"""
@@ -48,7 +54,8 @@ CREATE TABLE IF NOT EXISTS files (
 ) WITHOUT ROWID;
 -- One row per response key: what was counted for it, and the labels it was counted under.
 {_RESPONSES.format(table="responses")};
-{_TIME_INDEX};
+{_INDEXES[0]};
+{_INDEXES[1]};
 CREATE TABLE IF NOT EXISTS counters (
     name TEXT NOT NULL, labels TEXT NOT NULL, value REAL NOT NULL, PRIMARY KEY (name, labels)
 ) WITHOUT ROWID;
@@ -93,7 +100,8 @@ def _key_of_schema_1(key: bytes) -> int:
 
 
 def _migrate(path: Path) -> None:
-    """Schema 1 to 2 (the module doc), in one transaction: a crash keeps schema 1 whole."""
+    """Schema 1 or 2 to 3 (the module doc), in one transaction: a crash keeps the old one
+    whole."""
     if not path.exists():
         return
     db = sqlite3.connect(str(path), isolation_level=None)
@@ -102,19 +110,21 @@ def _migrate(path: Path) -> None:
             row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         except sqlite3.OperationalError:  # no meta table: not a ledger yet
             return
-        if row is None or row[0] != "1":
+        if row is None or row[0] not in ("1", "2"):
             return
+        key = "key_of_schema_1(key)" if row[0] == "1" else "key"
         db.create_function("key_of_schema_1", 1, _key_of_schema_1, deterministic=True)
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.execute(_RESPONSES.format(table="responses_2"))
-            db.execute(  # a clash of two old keys' first 8 bytes keeps the first (3e-8)
-                "INSERT OR IGNORE INTO responses_2 SELECT key_of_schema_1(key), agent, session,"
-                " project, model, ts, t_in, t_out, t_cr, t_cc, cost FROM responses ORDER BY key"
+            db.execute(_RESPONSES.format(table="responses_3"))
+            db.execute(_KEY_INDEX.format(name="responses_by_key", table="responses_3"))
+            db.execute(  # a clash of two schema 1 keys' first 8 bytes keeps the first (3e-8)
+                f"INSERT OR IGNORE INTO responses_3 SELECT {key}, agent, session, project,"
+                " model, ts, t_in, t_out, t_cr, t_cc, cost FROM responses ORDER BY key"
             )
-            db.execute("DROP TABLE responses")  # and its index (the schema makes it again)
-            db.execute("ALTER TABLE responses_2 RENAME TO responses")
-            db.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
+            db.execute("DROP TABLE responses")  # and its time index (the schema makes it)
+            db.execute("ALTER TABLE responses_3 RENAME TO responses")
+            db.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -129,12 +139,14 @@ def _migrate(path: Path) -> None:
 Row = list
 KEY, AGENT, SESSION, PROJECT, MODEL, TS, T_IN, T_OUT, T_CR, T_CC, USD = range(11)
 _by_key = operator.itemgetter(KEY)
-# A ledger that opened an empty table knows every key in it: it wrote them. While they are
-# few it keeps them (about 60 bytes each), so `rows_for` asks SQLite only about keys it wrote
-# (a backfill's keys are all new: Gemini 256 MiB, 0.6 s of look-ups for nothing); past
-# _WRITTEN_MAX, or once the backfill is done (`backfilled`), it forgets them and asks about
-# every key, as a ledger opened on rows does.
+# A backfill into an empty table (Store.defer_indexes) knows every key in it: it wrote them.
+# While they are few it keeps each with its rowid (about 100 bytes each), so `rows_for` asks
+# SQLite only about keys it wrote, by rowid (the table has no key index then, and a backfill's
+# keys are all new: Gemini 256 MiB, 0.6 s of look-ups for nothing); past _WRITTEN_MAX, or
+# once the backfill is done (`backfilled`), it builds the indexes, forgets the keys and asks
+# about every key, as a ledger opened on rows does.
 _WRITTEN_MAX = 1_000_000
+_AMOUNTS = operator.itemgetter(T_IN, T_OUT, T_CR, T_CC, USD)
 
 
 @dataclass(slots=True)
@@ -150,7 +162,8 @@ class Store:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = single.hold_writer(path, "agent-ledger")
-        self._time_index_deferred = False
+        # key -> rowid of every row while the indexes are deferred (a backfill), else None
+        self._written: dict[int, int] | None = None
         try:
             _migrate(path)
             self.db = ledger_db.open_versioned(
@@ -159,8 +172,6 @@ class Store:
             # Keys are hashes: a batch's rows land all over the table. 32 MiB of page cache
             # (not 2) spares re-reading its pages: 15-25% of a 256 MiB backfill's commit CPU.
             self.db.execute("PRAGMA cache_size=-32768")
-            empty = self.db.execute("SELECT 1 FROM responses LIMIT 1").fetchone() is None
-            self._written: set[int] | None = set() if empty else None
         except BaseException:
             single.release(self._lock)
             self._lock = -1
@@ -190,11 +201,15 @@ class Store:
     def rows_for(self, keys: Iterable[int]) -> dict[int, Row]:
         found: dict[int, Row] = {}
         written = self._written
-        unique = list(set(keys) if written is None else written.intersection(keys))
+        if written is None:
+            unique, column = list(set(keys)), "key"
+        else:
+            unique, column = [written[key] for key in written.keys() & keys], "rowid"
         for start in range(0, len(unique), 30000):
             part = unique[start : start + 30000]
             marks = ",".join("?" * len(part))
-            for row in self.db.execute(f"SELECT * FROM responses WHERE key IN ({marks})", part):
+            query = f"SELECT * FROM responses WHERE {column} IN ({marks})"
+            for row in self.db.execute(query, part):
                 found[row[KEY]] = list(row)
         return found
 
@@ -218,28 +233,31 @@ class Store:
         )
         return {agent: float(cost) for agent, cost in rows}
 
-    # ---- the time index during a backfill
-    def defer_time_index(self) -> None:
-        """While the responses table is empty, drop its time index until `backfilled`:
-        a backfill's rows come in key order, not time order, so each row's index entry is a
-        write somewhere in the index (Gemini 256 MiB: 1-2 s of CPU), where building it once
-        over the finished table is one sort (0.4 s). Only `cost_since` reads by it, and
-        answers the same without it. A crash before it is built leaves the table without
-        it: the schema at the next open creates it."""
-        if self._time_index_deferred:
+    # ---- the indexes during a backfill
+    def defer_indexes(self) -> None:
+        """While the responses table is empty, drop its indexes until `backfilled`: a
+        backfill's keys are hashes and its times come in no order, so each row's index
+        entries are writes all over the indexes (Gemini 256 MiB: 1-2 s of CPU), where
+        building them once over the finished table is a sort each (0.3 s). Meanwhile the
+        rows are appended, and found by the rowids kept in `_written`; `cost_since` answers
+        the same without its index. A kill before they are built leaves the table without
+        them: the schema at the next open builds them (the keys are unique: a row of a key
+        already written is updated in place, never appended again)."""
+        if self._written is not None:
             return
         if self.db.execute("SELECT 1 FROM responses LIMIT 1").fetchone() is None:
+            self.db.execute("DROP INDEX IF EXISTS responses_by_key")
             self.db.execute("DROP INDEX IF EXISTS responses_by_time")
-            self._time_index_deferred = True
+            self._written = {}
 
     def backfilled(self) -> None:
-        """The queue is done: the time index back (if `defer_time_index` dropped it), and
-        the written keys forgotten: a live sentinel's later look-ups are few, and it should
-        not hold a backfill's keys (tens of MB) for good."""
-        self._written = None
-        if self._time_index_deferred:
-            self.db.execute(_TIME_INDEX)
-            self._time_index_deferred = False
+        """The queue is done: the indexes back (if `defer_indexes` dropped them), and the
+        written keys forgotten: a live sentinel's later look-ups are few, and it should not
+        hold a backfill's keys (tens of MB) for good."""
+        if self._written is not None:
+            for index in _INDEXES:
+                self.db.execute(index)
+            self._written = None
 
     def size_bytes(self) -> int:
         return ledger_db.size_bytes(self.path)
@@ -257,11 +275,10 @@ class Store:
     ) -> None:
         """Everything a batch decided, or nothing of it."""
         db = self.db
+        if self._written is not None and len(self._written) + len(rows) > _WRITTEN_MAX:
+            self.backfilled()  # too many keys to keep: found by the index from now on
         written = self._written
-        if written is not None:  # before the commit: a key in the table is always in it
-            written.update(rows)
-            if len(written) > _WRITTEN_MAX:
-                self._written = None
+        added: list[int] = []
         db.execute("BEGIN IMMEDIATE")
         try:
             db.executemany(
@@ -275,10 +292,13 @@ class Store:
                 "DELETE FROM files WHERE agent = ? AND path = ?",
                 ((agent, os.fsencode(path)) for path in gone),
             )
-            db.executemany(
-                "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                sorted(rows.values(), key=_by_key),  # in key order: each page written once
-            )
+            if written is None:
+                db.executemany(
+                    "INSERT OR REPLACE INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    sorted(rows.values(), key=_by_key),  # in key order: each page written once
+                )
+            else:
+                self._append(rows, written, added)
             db.executemany(
                 "INSERT INTO counters VALUES (?, ?, ?) ON CONFLICT (name, labels) "
                 "DO UPDATE SET value = value + excluded.value",
@@ -303,4 +323,27 @@ class Store:
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
+            if written is not None:
+                for key in added:  # their rowids are free again
+                    del written[key]
             raise
+
+    def _append(self, rows: dict[int, Row], written: dict[int, int], added: list[int]) -> None:
+        """A backfill's rows: a key written before is updated in place (its labels and time
+        stay those of its first count), a new one appended. A rowid table without deletes
+        gives each appended row the largest rowid plus one, so the new keys' rowids are
+        known (and noted in `added` before they are written, to be forgotten on a rollback)."""
+        before = written.keys() & rows.keys()  # usually none: a backfill's keys are new
+        if before:
+            self.db.executemany(
+                "UPDATE responses SET t_in = ?, t_out = ?, t_cr = ?, t_cc = ?, cost = ?"
+                " WHERE rowid = ?",
+                ((*_AMOUNTS(rows[key]), written[key]) for key in before),
+            )
+            fresh = [row for key, row in rows.items() if key not in before]
+        else:
+            fresh = list(rows.values())
+        last = self.db.execute("SELECT max(rowid) FROM responses").fetchone()[0] or 0
+        added.extend(map(_by_key, fresh))
+        written.update(zip(added, range(last + 1, last + 1 + len(added)), strict=True))
+        self.db.executemany("INSERT INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?)", fresh)

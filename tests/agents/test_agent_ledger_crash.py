@@ -45,6 +45,17 @@ def committed(database: Path) -> tuple[int, float, float] | None:
     return files, rows, counted
 
 
+def stored(database: Path) -> list[tuple]:
+    """The responses rows in key order, and the names of the table's indexes."""
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+        rows = db.execute("SELECT * FROM responses ORDER BY key").fetchall()
+        indexes = db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'responses'"
+            " ORDER BY name"
+        ).fetchall()
+    return [*indexes, *rows]
+
+
 def kill_mid_backfill(setup: Setup, data: Path, files: int, after: int, jitter: float) -> int:
     """Start the sentinel (a loop, not --once) and SIGKILL it `jitter` seconds after more
     than `after` but fewer than all files are committed (somewhere in reading or committing
@@ -93,7 +104,8 @@ def comparable(found: Samples) -> Samples:
 def test_sigkill_mid_backfill_then_restart_equals_one_clean_run(tmp_path: Path) -> None:
     data = corpus.mixed(tmp_path / "corpus", seed=11, sessions=600).data_dir
     files = len(gemini.files(data))
-    clean = Setup(tmp_path / "clean").once(data)
+    cleanly = Setup(tmp_path / "clean")
+    clean = cleanly.once(data)
 
     crashed = Setup(tmp_path / "crashed")
     crashed.config()
@@ -112,6 +124,9 @@ def test_sigkill_mid_backfill_then_restart_equals_one_clean_run(tmp_path: Path) 
     again = crashed.once(data)
     assert comparable(again) == pytest.approx(comparable(clean), rel=1e-12)  # float sums
     assert crashed.once(data) == crashed.once(data)  # and a restart after all is quiet
+    # the rows `agentwatch report` reads: one per key, as the clean run's (the kills left
+    # the table without its indexes; the next open built them, keys unique)
+    assert stored(crashed.state / DATABASE_FILE) == stored(cleanly.state / DATABASE_FILE)
 
     entries = gemini_entries(data)
     days = daily_totals(entries, "UTC", gemini.price).values()

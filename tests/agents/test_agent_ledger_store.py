@@ -1,9 +1,10 @@
-"""The agent ledger's store during a backfill, in process on the fake reader: the time index
-is dropped while an empty table fills and built when the queue is done (a kill before that
-leaves it to the next open), a ledger with rows keeps it; a cold start's look-ups of keys it
-wrote itself still count a repeated key once; `--once`'s larger batches count what the live
-cycle's small ones count; a batch runs with fewer garbage collections; a schema 1 database
-is migrated without counting anything again."""
+"""The agent ledger's store during a backfill, in process on the fake reader: the indexes
+are dropped while an empty table fills and built when the queue is done (a stop before that
+leaves them to the next open, which then counts what a clean run counts), a ledger with rows
+keeps them; a cold start's look-ups of keys it wrote itself still count a repeated key once,
+also after a batch rolled back; `--once`'s larger batches count what the live cycle's small
+ones count; a batch runs with fewer garbage collections; a schema 1 or 2 database is
+migrated without counting anything again."""
 
 from __future__ import annotations
 
@@ -55,9 +56,20 @@ def _ledger(tmp_path: Path, folder: Path, batch: tuple[int, int]) -> Ledger:
 
 
 def _has_time_index(path: Path) -> bool:
+    """Both indexes of the responses table (they are deferred and built together)."""
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-        found = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'responses_by_time'")
-        return found.fetchone() is not None
+        found = db.execute(
+            "SELECT count(*) FROM sqlite_master WHERE name IN "
+            "('responses_by_time', 'responses_by_key')"
+        ).fetchone()[0]
+    assert found in (0, 2)
+    return found == 2
+
+
+def _responses(path: Path) -> list[tuple]:
+    """The stored rows as `agentwatch report` reads them (cli/report_rows.py), in key order."""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        return db.execute("SELECT * FROM responses ORDER BY key").fetchall()
 
 
 def _input(ledger: Ledger) -> float:
@@ -92,25 +104,94 @@ def test_a_backfill_into_an_empty_table_builds_the_time_index_at_its_end(tmp_pat
     ledger.store.close()
 
 
-def test_a_backfill_stopped_before_its_end_gets_the_index_at_the_next_open(tmp_path: Path) -> None:
+def _stop(ledger: Ledger) -> None:
+    """As a kill leaves it: no `backfilled`, no clean close."""
+    ledger.store.db.close()
+    ledger.store._lock, lock = -1, ledger.store._lock
+    single.release(lock)
+
+
+@pytest.mark.parametrize("reopen", [True, False], ids=["reopened", "mutant_no_key_index"])
+def test_a_backfill_stopped_before_its_end_gets_the_index_at_the_next_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reopen: bool
+) -> None:
+    """Rows appended without indexes, then a stop mid-backfill: the next open builds them,
+    and what it counts then (the rest of the files, and a key of the committed batch grown
+    in a later file) equals a clean run, rows and counters. The mutant (an open that leaves
+    the key index out) appends the grown key's row a second time."""
     folder = tmp_path / "fake"
     _write(folder)
+    grown = fake.line("f0-0", 1.7e9, "s0", "p", "m", (10 + 7, 2, 3, 0))  # in the last batch
+    (folder / "100.jsonl").write_text(grown + fake.line("new", 1.7e9, "s9", "p", "m", (1, 0, 0, 0)))
+    clean = _ledger(tmp_path / "clean", folder, (2, BATCH_ENTRIES))
+    clean.scan()
+    while clean.step():
+        pass
     database = tmp_path / DATABASE_FILE
     ledger = _ledger(tmp_path, folder, (2, BATCH_ENTRIES))
     ledger.scan()
     assert ledger.step()  # one batch committed, the others not: as a kill would leave it
-    ledger.store.db.close()  # not backfilled, no clean close
-    ledger.store._lock, lock = -1, ledger.store._lock
-    single.release(lock)
+    _stop(ledger)
     assert not _has_time_index(database)
+    if not reopen:
+        monkeypatch.setattr(store_module, "_SCHEMA", store_module._SCHEMA.replace(
+            store_module._INDEXES[0], "SELECT 1"))  # fmt: skip
     again = _ledger(tmp_path, folder, (2, BATCH_ENTRIES))
-    assert _has_time_index(database)
+    if reopen:
+        assert _has_time_index(database)
     again.scan()
     while again.step():
         pass
-    assert _has_time_index(database)
-    assert _input(again) == FILES * sum(10 + n for n in range(5))
+    assert _input(again) == FILES * sum(10 + n for n in range(5)) + 7 + 1
+    assert again.counters == clean.counters
+    assert (_responses(database) == _responses(tmp_path / "clean" / DATABASE_FILE)) is reopen
     again.store.close()
+    clean.store.close()
+
+
+def test_a_batch_rolled_back_mid_backfill_leaves_no_rowid_behind(tmp_path: Path) -> None:
+    """The rowids a failed batch's appended rows would have had are given out again: the
+    keys noted with them are forgotten, so a later batch's look-up of such a key reads
+    nothing rather than another key's row."""
+    folder = tmp_path / "fake"
+    _write(folder, files=4)
+    ledger = _ledger(tmp_path, folder, (2, BATCH_ENTRIES))
+    ledger.scan()
+    real = ledger.store.db
+    failing = _FailOnce(real)
+    ledger.store.db = failing  # type: ignore[assignment]
+    with pytest.raises(sqlite3.OperationalError):  # the loop logs it as a failed cycle
+        ledger.step()  # the first batch's rows were appended, then its sessions failed
+    assert failing.failed and not ledger.files[fake.AGENT]
+    assert ledger.store._written == {}
+    ledger.store.db = real
+    ledger.scan()
+    while ledger.step():
+        pass
+    (folder / "100.jsonl").write_text(fake.line("f0-1", 1.7e9, "s0", "p", "m", (11 + 5, 2, 3, 0)))
+    ledger.scan()
+    while ledger.step():
+        pass
+    assert _input(ledger) == 4 * sum(10 + n for n in range(5)) + 5
+    rows = _responses(tmp_path / DATABASE_FILE)
+    assert len(rows) == len({row[0] for row in rows}) == 4 * 5
+    ledger.store.close()
+
+
+class _FailOnce:
+    """A connection whose first sessions write fails (after the responses were written)."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db, self.failed = db, False
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.db, name)
+
+    def executemany(self, sql: str, rows: object) -> sqlite3.Cursor:
+        if sql.startswith("INSERT INTO sessions") and not self.failed:
+            self.failed = True
+            raise sqlite3.OperationalError("disk I/O error")
+        return self.db.executemany(sql, rows)  # type: ignore[arg-type]
 
 
 def test_once_batches_count_what_small_batches_count(tmp_path: Path) -> None:
@@ -236,9 +317,23 @@ INSERT INTO meta VALUES ('schema', '1');
 """
 
 
-def test_a_schema_1_database_is_migrated_and_nothing_counts_again(tmp_path: Path) -> None:
-    """What schema 1 stored under a 16-byte key is found under the 64-bit key of the same
-    text after the migration: a file read again adds only what grew since."""
+_SCHEMA_2_RESPONSES = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE responses (
+    key INTEGER PRIMARY KEY, agent TEXT NOT NULL, session TEXT NOT NULL, project TEXT NOT NULL,
+    model TEXT NOT NULL, ts REAL NOT NULL, t_in REAL NOT NULL, t_out REAL NOT NULL,
+    t_cr REAL NOT NULL, t_cc REAL NOT NULL, cost REAL NOT NULL
+);
+CREATE INDEX responses_by_time ON responses (ts, agent);
+INSERT INTO meta VALUES ('schema', '2');
+"""
+
+
+@pytest.mark.parametrize("schema", [1, 2])
+def test_an_older_schema_is_migrated_and_nothing_counts_again(tmp_path: Path, schema: int) -> None:
+    """What schema 1 stored under a 16-byte key, and schema 2 under the 64-bit key as the
+    rowid, is found under the 64-bit key of the same text after the migration (with both
+    indexes): a file read again adds only what grew since."""
     folder = tmp_path / "fake"
     _write(folder, files=2)  # f0-* and f1-*: f0-* counted by the old ledger, f0-4 since grown
     (folder / "000.jsonl").open("a").write(
@@ -246,14 +341,16 @@ def test_a_schema_1_database_is_migrated_and_nothing_counts_again(tmp_path: Path
     )
     database = tmp_path / DATABASE_FILE
     with sqlite3.connect(database) as old:
-        old.executescript(_SCHEMA_1_RESPONSES)
+        old.executescript(_SCHEMA_1_RESPONSES if schema == 1 else _SCHEMA_2_RESPONSES)
         for n in range(5):
             key = hashlib.blake2b(f"f0-{n}".encode(), digest_size=16).digest()
+            if schema == 2:
+                key = store_module.key_hash(f"f0-{n}")  # type: ignore[assignment]
             row = (key, fake.AGENT, "s0", "p", "m", 1.7e9, 10.0 + n, 2.0, 3.0, 0.0, 0.0)
             old.execute("INSERT INTO responses VALUES (?,?,?,?,?,?,?,?,?,?,?)", row)
     ledger = _ledger(tmp_path, folder, (BATCH_FILES, BATCH_ENTRIES))
     with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
-        assert db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("2",)
+        assert db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("3",)
         assert db.execute("SELECT count(*), typeof(min(key)) FROM responses").fetchone() == (
             5,
             "integer",
@@ -266,7 +363,7 @@ def test_a_schema_1_database_is_migrated_and_nothing_counts_again(tmp_path: Path
     responses = {labels: v for (name, labels), v in ledger.counters.items() if name == RESPONSES}
     assert responses == {(fake.AGENT, "p", "m"): 5}
     ledger.store.close()
-    again = _ledger(tmp_path, folder, (BATCH_FILES, BATCH_ENTRIES))  # schema 2 stays as it is
+    again = _ledger(tmp_path, folder, (BATCH_FILES, BATCH_ENTRIES))  # schema 3 stays as it is
     again.scan()
     while again.step():
         pass
