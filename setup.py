@@ -33,4 +33,13 @@ CODEXSCAN = Extension(
     optional=True,
 )
 
-setup(packages=packages, ext_modules=[FASTLINE, CODEXSCAN])
+# The Gemini CLI reader's line picker in C (gemini.py has the same filter in Python; the
+# conformance tests fail when it is missing).
+GEMINISCAN = Extension(
+    "agentwatch.sentinels.agent_ledger._geminiscan",
+    ["agentwatch/sentinels/agent_ledger/_geminiscan.c"],
+    extra_compile_args=["-O2"],
+    optional=True,
+)
+
+setup(packages=packages, ext_modules=[FASTLINE, CODEXSCAN, GEMINISCAN])

@@ -534,8 +534,10 @@ def _records(raw: bytes) -> list[Any]:
     line, then orjson over all of them, then one kept_keys); load_record decides a line
     orjson refuses, and every line of a file with a \\u escape or a repeated key."""
     escaped = b"\\" in raw and b"\\u" in raw
-    lines = raw.split(b"\n") if b"\r" not in raw else list(_lines(raw))
-    chosen = list(filter(_relevant(escaped).search, lines))
+    if b"\r" in raw:
+        chosen = list(filter(_relevant(escaped).search, _lines(raw)))
+    else:
+        chosen = _pick(raw, escaped)
     if escaped:
         return list(map(_load_or_bad, chosen))
     try:
@@ -555,6 +557,18 @@ def _records(raw: bytes) -> list[Any]:
         _load_or_bad(line) if value is _BAD else value
         for line, value in zip(chosen, values, strict=True)
     ]
+
+
+def _pick_py(raw: bytes, escaped: bool) -> list[bytes]:
+    """The lines of raw (split at \\n) that name one of _NEEDLES. _geminiscan.pick is the
+    same in C; this runs without it."""
+    return list(filter(_relevant(escaped).search, raw.split(b"\n")))
+
+
+try:  # built from _geminiscan.c with the package; without a compiler, the regex in Python
+    from agentwatch.sentinels.agent_ledger._geminiscan import pick as _pick
+except ImportError:  # pragma: no cover - the conformance tests require it
+    _pick = _pick_py
 
 
 def _orjson_or_refused(line: bytes) -> Any:

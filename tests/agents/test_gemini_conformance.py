@@ -363,3 +363,34 @@ def test_entries_are_what_the_class_makes(edge: tuple[Path, Path, Rows]) -> None
         assert entry.cost_usd is None
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.input = 5  # type: ignore[misc]
+
+
+# Pieces of session lines for the line picker: every needle, cut needles, near misses,
+# quotes, backslashes (escaped or not), carriage returns and newlines.
+PICKER_PIECES = (
+    b'"gemini"', b'"stats"', b'"result"', b'"model"', b'"sessionId"', b'"session_id"',
+    b'"gemin', b'i"', b'"Gemini"', b'"models"', b'"session', b'_id"', b'Id"', b'"res',
+    b'ult"', b'"', b'""', b"\\", b"\\u", b"u", b"\\\\u", b"\\\"model\\\"", b"\n", b"\n",
+    b"\r", b" ", b"{", b"}", b":", b",", b'{"type": "user"}', b"0123456789abcdef",
+    b'"tokens": {"input": 1}', b"\xc3\xa9", b"\x00",
+)  # fmt: skip
+
+
+def test_the_c_line_picker_picks_what_the_regex_picks() -> None:
+    """_geminiscan.pick (C, SIMD) hands back exactly the lines _pick_py (split, then the
+    regex) does, with and without the \\u needle, for random lines of pieces: needles cut
+    at a line's or the file's end, next to a quote or a backslash, past 16-byte blocks. It
+    is built with the package: its absence fails here."""
+    from agentwatch.sentinels.agent_ledger._geminiscan import pick
+
+    assert gemini._pick is pick
+    rng = random.Random(29)
+    found = 0
+    for _ in range(20_000):
+        raw = b"".join(rng.choice(PICKER_PIECES) for _ in range(rng.randint(0, 60)))
+        for escaped in (False, True):
+            expected = gemini._pick_py(raw, escaped)
+            assert pick(raw, escaped) == expected, (raw, escaped)
+            found += len(expected)
+    assert found > 10_000  # the pieces do make lines that are picked
+    assert pick(b"", False) == [] and pick(b'"model"', True) == [b'"model"']

@@ -1,0 +1,3 @@
+"""The Gemini CLI reader's line picker (sentinels/agent_ledger/_geminiscan.c)."""
+
+def pick(raw: bytes, escaped: bool, /) -> list[bytes]: ...
