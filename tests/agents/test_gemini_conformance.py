@@ -394,3 +394,22 @@ def test_the_c_line_picker_picks_what_the_regex_picks() -> None:
             found += len(expected)
     assert found > 10_000  # the pieces do make lines that are picked
     assert pick(b"", False) == [] and pick(b'"model"', True) == [b'"model"']
+
+
+def test_a_file_not_utf8_is_unreadable_and_non_ascii_text_still_counts(tmp_path: Path) -> None:
+    """read_file checks UTF-8 only for a file with non-ASCII bytes (an ASCII file is UTF-8):
+    a session with one invalid byte, even on a line no rule reads, is still one `unreadable`
+    reject with nothing counted, as the whole-file decode made it; the same session with a
+    valid non-ASCII character there counts as the ASCII one does."""
+    path, lines = _session(tmp_path, 10)
+    whole = _keys([path])
+    assert whole and path.read_bytes().isascii()
+    for junk, unreadable in ((b"\xff", True), (b"\xc3(", True), ("é".encode(), False)):
+        path.write_bytes(b"\n".join(line.encode() for line in lines) + b"\n" + junk + b"\n")
+        result = gemini.read_files([path])
+        assert (result.rejects.get("unreadable", 0) == 1) is unreadable
+        assert not result.entries if unreadable else {e.key for e in result.entries} == set(whole)
+        whole_json = tmp_path / "tmp" / "p" / "chats" / "session-old.json"
+        whole_json.write_bytes(b'{"messages": [], "note": "' + junk + b'"}')
+        result = gemini.read_files([whole_json])
+        assert dict(result.rejects) == ({"unreadable": 1} if unreadable else {})
