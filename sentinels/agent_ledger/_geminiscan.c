@@ -88,8 +88,61 @@ static PyObject *pick(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* ---- a timestamp in the form Gemini CLI writes: YYYY-MM-DDTHH:MM:SS.mmmZ ---------------
+ *
+ * utc_ms(value) answers for a str of exactly that form (ASCII digits): its epoch milliseconds
+ * when the date and time are valid (month 1-12, a day of that month, leap years
+ * Gregorian, hour <= 23, minute and second <= 59), else None. Any other value: Ellipsis,
+ * and gemini.parse_timestamp's regex decides (gemini._utc_ms_py is the same in Python). */
+
+#define RETURN_ELLIPSIS do { Py_INCREF(Py_Ellipsis); return Py_Ellipsis; } while (0)
+
+static const int DAYS[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+
+static long long days_from_civil(long long y, long long m, long long d) {
+    y -= m <= 2;
+    long long era = (y >= 0 ? y : y - 399) / 400;
+    long long yoe = y - era * 400;
+    long long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    return era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
+}
+
+PyDoc_STRVAR(utc_ms_doc,
+"utc_ms(value: object) -> int | None | ellipsis\n\n"
+"Epoch milliseconds of a YYYY-MM-DDTHH:MM:SS.mmmZ string (gemini._utc_ms_py).");
+
+static PyObject *utc_ms(PyObject *self, PyObject *value) {
+    (void)self;
+    static const char FORM[] = "dddd-dd-ddTdd:dd:dd.dddZ";
+    if (!PyUnicode_Check(value) || PyUnicode_READY(value) < 0 ||
+        PyUnicode_GET_LENGTH(value) != 24 || PyUnicode_KIND(value) != PyUnicode_1BYTE_KIND)
+        RETURN_ELLIPSIS;
+    const unsigned char *s = PyUnicode_1BYTE_DATA(value);
+    int n[24];
+    for (int i = 0; i < 24; i++) {
+        if (FORM[i] == 'd') {
+            if (s[i] < '0' || s[i] > '9') RETURN_ELLIPSIS;
+            n[i] = s[i] - '0';
+        } else if (s[i] != (unsigned char)FORM[i]) {
+            RETURN_ELLIPSIS;
+        }
+    }
+    int year = n[0] * 1000 + n[1] * 100 + n[2] * 10 + n[3];
+    int month = n[5] * 10 + n[6], day = n[8] * 10 + n[9];
+    int hour = n[11] * 10 + n[12], minute = n[14] * 10 + n[15];
+    int millis = (n[17] * 10 + n[18]) * 1000 + n[20] * 100 + n[21] * 10 + n[22];
+    if (month < 1 || month > 12) Py_RETURN_NONE;
+    int leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    if (day == 0 || day > DAYS[month - 1] + (month == 2 && leap)) Py_RETURN_NONE;
+    if (hour > 23 || minute > 59 || millis >= 60000) Py_RETURN_NONE;
+    long long ms = days_from_civil(year, month, day) * 86400000LL
+                   + (long long)(hour * 60 + minute) * 60000LL + millis;
+    return PyLong_FromLongLong(ms);
+}
+
 static PyMethodDef methods[] = {
     {"pick", pick, METH_VARARGS, pick_doc},
+    {"utc_ms", utc_ms, METH_O, utc_ms_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,3 +1,6 @@
 """The Gemini CLI reader's line picker (sentinels/agent_ledger/_geminiscan.c)."""
 
+from types import EllipsisType
+
 def pick(raw: bytes, escaped: bool, /) -> list[bytes]: ...
+def utc_ms(value: object, /) -> int | EllipsisType | None: ...

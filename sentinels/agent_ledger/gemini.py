@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import EllipsisType
 from typing import Any
 
 import orjson
@@ -259,17 +260,32 @@ def _clock_ms(clock: str) -> int | None:
     return None if hour > 23 or minute > 59 else (hour * 60 + minute) * 60_000
 
 
+def _utc_ms_py(value: object) -> int | EllipsisType | None:
+    """Epoch milliseconds of a str in _UTC_FORM, None when its date or time is not valid,
+    Ellipsis for anything else. _geminiscan.utc_ms is the same in C."""
+    if not isinstance(value, str) or _UTC_FORM.fullmatch(value) is None:
+        return ...
+    day, clock = _day_ms(value[:10]), _clock_ms(value[11:16])
+    millis = int(value[17:19] + value[20:23])  # seconds and their fraction
+    if day is None or clock is None or millis >= 60_000:
+        return None
+    return day + clock + millis
+
+
+try:  # built from _geminiscan.c with the package; without a compiler, the slices above
+    from agentwatch.sentinels.agent_ledger._geminiscan import utc_ms as _utc_ms
+except ImportError:  # pragma: no cover - the conformance tests require it
+    _utc_ms = _utc_ms_py
+
+
 def parse_timestamp(value: Any) -> int | None:
     """Epoch milliseconds of ccusage's strict RFC 3339 form: seconds, optional exactly three
     fraction digits, then Z or +HH:MM (at most 23:59); anything else is None."""
     if not isinstance(value, str):
         return None
-    if _UTC_FORM.fullmatch(value) is not None:
-        day, clock = _day_ms(value[:10]), _clock_ms(value[11:16])
-        millis = int(value[17:19] + value[20:23])  # seconds and their fraction
-        if day is None or clock is None or millis >= 60_000:
-            return None
-        return day + clock + millis
+    stamp = _utc_ms(value)  # Gemini CLI's own form, else the regex below
+    if stamp is not ...:
+        return stamp
     match = _STAMP.fullmatch(value)
     if match is None:
         return None

@@ -413,3 +413,50 @@ def test_a_file_not_utf8_is_unreadable_and_non_ascii_text_still_counts(tmp_path:
         whole_json.write_bytes(b'{"messages": [], "note": "' + junk + b'"}')
         result = gemini.read_files([whole_json])
         assert dict(result.rejects) == ({"unreadable": 1} if unreadable else {})
+
+
+def _stamp_texts(rng: random.Random) -> Iterator[str]:
+    """Timestamps in and near Gemini CLI's form: valid moments (leap days, year 0000 and
+    9999, the epoch), days, months, hours, minutes and seconds past their range, other
+    digits and characters in any place, other lengths and offsets."""
+    yield from ("1970-01-01T00:00:00.000Z", "0000-01-01T00:00:00.000Z",
+                "9999-12-31T23:59:59.999Z", "2024-02-29T12:00:00.000Z",
+                "2023-02-29T12:00:00.000Z", "1900-02-29T00:00:00.000Z",
+                "2000-02-29T00:00:00.000Z", "2026-13-01T00:00:00.000Z",
+                "2026-00-10T00:00:00.000Z", "2026-04-31T00:00:00.000Z",
+                "2026-04-00T00:00:00.000Z", "2026-04-30T24:00:00.000Z",
+                "2026-04-30T23:60:00.000Z", "2026-04-30T23:59:60.000Z",
+                "2026-03-02T08:00:11.229z", "2026-03-02T08:00:11.229+00:00",
+                "2026-03-02T08:00:11Z", "2026-03-02T08:00:11.2290Z", "",
+                "2026-03-02 08:00:11.229Z", "٢٠٢٦-03-02T08:00:11.229Z",
+                "2026-03-02T08:00:11.22٩Z", "2026-03-02T08:00:11.229Z\n")  # fmt: skip
+    for _ in range(20_000):
+        text = list(
+            f"{rng.randint(0, 9999):04}-{rng.randint(0, 13):02}-{rng.randint(0, 32):02}T"
+            f"{rng.randint(0, 25):02}:{rng.randint(0, 61):02}:{rng.randint(0, 61):02}."
+            f"{rng.randint(0, 999):03}Z"
+        )
+        if rng.random() < 0.2:
+            text[rng.randrange(len(text))] = rng.choice("09-T:.Z+ xé٣\x00")
+        if rng.random() < 0.05:
+            del text[rng.randrange(len(text))]
+        yield "".join(text)
+
+
+def test_the_c_timestamp_reads_what_the_python_slices_read() -> None:
+    """_geminiscan.utc_ms gives what _utc_ms_py gives (milliseconds, None for a date or
+    time out of range, Ellipsis for another form) on edge and random timestamps, and
+    parse_timestamp with either answers the same. Built with the package: its absence
+    fails here."""
+    from agentwatch.sentinels.agent_ledger._geminiscan import utc_ms
+
+    assert gemini._utc_ms is utc_ms
+    rng = random.Random(29)
+    valid = 0
+    for text in _stamp_texts(rng):
+        expected = gemini._utc_ms_py(text)
+        assert utc_ms(text) == expected, text
+        valid += type(expected) is int
+    assert valid > 5_000
+    for odd in (None, 5, b"2026-03-02T08:00:11.229Z", ["x"]):
+        assert utc_ms(odd) is ... and gemini._utc_ms_py(odd) is ...
