@@ -4,7 +4,8 @@
  * reads. pick() splits a file at '\n' and hands back, in one pass at memory speed, only the
  * lines that hold one of gemini._NEEDLES (a quoted "gemini", "stats", "result", "model",
  * "sessionId" or "session_id", and a backslash-u when asked): what
- * filter(gemini._relevant(escaped).search, raw.split(b"\n")) returns. It decides nothing
+ * filter(gemini._relevant(escaped).search, raw.split(b"\n")) returns, with the count of
+ * '"' in them that gemini.kept_keys compares. It decides nothing
  * else: orjson and the rules then read each line picked, as before.
  * tests/agents/test_gemini_conformance.py holds the two equal on edge cases.
  */
@@ -57,8 +58,9 @@ static const char *find_needle(const char *s, const char *end, int escaped) {
 }
 
 PyDoc_STRVAR(pick_doc,
-"pick(raw: bytes, escaped: bool) -> list[bytes]\n\n"
-"The lines of raw.split(b'\\n') that hold a needle (gemini._pick_py).");
+"pick(raw: bytes, escaped: bool) -> tuple[list[bytes], int]\n\n"
+"The lines of raw.split(b'\\n') that hold a needle, and the number of '\"' in them\n"
+"(gemini._pick_py).");
 
 static PyObject *pick(PyObject *self, PyObject *args) {
     (void)self;
@@ -67,6 +69,7 @@ static PyObject *pick(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "Sp", &block, &escaped)) return NULL;
     const char *data = PyBytes_AS_STRING(block);
     const char *from = data, *end = data + PyBytes_GET_SIZE(block);
+    Py_ssize_t quotes = 0;
     PyObject *out = PyList_New(0);
     if (out == NULL) return NULL;
     while (from < end) {
@@ -83,9 +86,12 @@ static PyObject *pick(PyObject *self, PyObject *args) {
             return NULL;
         }
         Py_DECREF(line);
+        for (const char *q = start; (q = memchr(q, '"', (size_t)(stop - q))) != NULL; q++)
+            quotes++;
         from = after != NULL ? after + 1 : end;
     }
-    return out;
+    PyObject *both = Py_BuildValue("(Nn)", out, quotes);
+    return both;
 }
 
 /* ---- a timestamp in the form Gemini CLI writes: YYYY-MM-DDTHH:MM:SS.mmmZ ---------------

@@ -502,17 +502,20 @@ def _mtime_ms(path: Path) -> int:
         return 0
 
 
-def kept_keys(raws: list[bytes], values: list[Any]) -> bool:
+def kept_keys(raws: list[bytes], values: list[Any], quotes: int | None = None) -> bool:
     """Did orjson keep every key of these texts (none holding a \\u escape)? It keeps one of a
     repeated name without a word. Without \\u, each string is written with quotes that are
     `"` or `\\"` both in a text and in orjson's own text of its value, so orjson's text has
     as many `"` as the input only if no key (with its value) was dropped; and never more,
-    so equal sums over many texts mean equal counts in each."""
+    so equal sums over many texts mean equal counts in each. `quotes`: that sum, when the
+    caller counted it already."""
     try:
         written = orjson.dumps(values)
     except TypeError:  # orjson.JSONEncodeError: nothing orjson.loads made should raise it
         return False
-    return sum(map(bytes.count, raws, itertools.repeat(b'"'))) == written.count(b'"')
+    if quotes is None:
+        quotes = sum(map(bytes.count, raws, itertools.repeat(b'"')))
+    return quotes == written.count(b'"')
 
 
 def _load(text: str | None, raw: bytes) -> Any:
@@ -550,10 +553,11 @@ def _records(raw: bytes) -> list[Any]:
     line, then orjson over all of them, then one kept_keys); load_record decides a line
     orjson refuses, and every line of a file with a \\u escape or a repeated key."""
     escaped = b"\\" in raw and b"\\u" in raw
+    quotes: int | None = None  # the '"' in the lines chosen, counted by _pick
     if b"\r" in raw:
         chosen = list(filter(_relevant(escaped).search, _lines(raw)))
     else:
-        chosen = _pick(raw, escaped)
+        chosen, quotes = _pick(raw, escaped)
     if escaped:
         return list(map(_load_or_bad, chosen))
     try:
@@ -565,7 +569,8 @@ def _records(raw: bytes) -> list[Any]:
             (line, value) for line, value in zip(chosen, values, strict=True) if value is not _BAD
         ]
         lines_read, read = [line for line, _ in pairs], [value for _, value in pairs]
-    if not kept_keys(lines_read, read):
+        quotes = None
+    if not kept_keys(lines_read, read, quotes):
         return list(map(_load_or_bad, chosen))
     if read is values:
         return values
@@ -575,10 +580,11 @@ def _records(raw: bytes) -> list[Any]:
     ]
 
 
-def _pick_py(raw: bytes, escaped: bool) -> list[bytes]:
-    """The lines of raw (split at \\n) that name one of _NEEDLES. _geminiscan.pick is the
-    same in C; this runs without it."""
-    return list(filter(_relevant(escaped).search, raw.split(b"\n")))
+def _pick_py(raw: bytes, escaped: bool) -> tuple[list[bytes], int]:
+    """The lines of raw (split at \\n) that name one of _NEEDLES, and the number of `"` in
+    them. _geminiscan.pick is the same in C; this runs without it."""
+    chosen = list(filter(_relevant(escaped).search, raw.split(b"\n")))
+    return chosen, sum(map(bytes.count, chosen, itertools.repeat(b'"')))
 
 
 try:  # built from _geminiscan.c with the package; without a compiler, the regex in Python
