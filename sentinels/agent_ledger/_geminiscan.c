@@ -146,8 +146,81 @@ static PyObject *utc_ms(PyObject *self, PyObject *value) {
     return PyLong_FromLongLong(ms);
 }
 
+/* ---- the '"' orjson.dumps(value) would write, counted without writing it -----------------
+ *
+ * quotes(value) walks what orjson.loads made (dict with str keys, list, str, int, float,
+ * bool, None): each str, key or value, is written as '"' + its text + '"', a '"' inside
+ * it as '\\"'; nothing else writes one. So the count is 2 + the '"' in each str. Anything
+ * else (another type, an int orjson.dumps refuses, nesting past MAX_NEST, past what
+ * orjson.loads makes): -1, which gemini.kept_keys takes as "not kept". Where dumps refuses
+ * deep nesting (past 255 levels) this still counts: either answer reads the line alike. */
+
+#define MAX_NEST 2048
+
+static Py_ssize_t in_str(PyObject *text) {
+    if (PyUnicode_READY(text) < 0) return -1;
+    Py_ssize_t n = 2, size = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    if (kind == PyUnicode_1BYTE_KIND) {
+        const char *p = data, *end = p + size;
+        while ((p = memchr(p, '"', (size_t)(end - p))) != NULL) { n++; p++; }
+        return n;
+    }
+    for (Py_ssize_t i = 0; i < size; i++) n += PyUnicode_READ(kind, data, i) == '"';
+    return n;
+}
+
+static Py_ssize_t walk(PyObject *value, int depth) {
+    if (depth > MAX_NEST) return -1;
+    if (PyUnicode_CheckExact(value)) return in_str(value);
+    if (PyDict_CheckExact(value)) {
+        Py_ssize_t pos = 0, n = 0, part;
+        PyObject *key, *item;
+        while (PyDict_Next(value, &pos, &key, &item)) {
+            if (!PyUnicode_CheckExact(key) || (part = in_str(key)) < 0) return -1;
+            n += part;
+            if ((part = walk(item, depth + 1)) < 0) return -1;
+            n += part;
+        }
+        return n;
+    }
+    if (PyList_CheckExact(value)) {
+        Py_ssize_t n = 0, part;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++) {
+            if ((part = walk(PyList_GET_ITEM(value, i), depth + 1)) < 0) return -1;
+            n += part;
+        }
+        return n;
+    }
+    if (PyLong_CheckExact(value)) { /* orjson.dumps writes -2**63 .. 2**64-1, else raises */
+        int overflow;
+        PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (PyErr_Occurred()) return -1;
+        if (overflow == 0) return 0;
+        if (overflow < 0) return -1;
+        PyLong_AsUnsignedLongLong(value);
+        if (PyErr_Occurred()) { PyErr_Clear(); return -1; }
+        return 0;
+    }
+    if (PyFloat_CheckExact(value) || PyBool_Check(value) || value == Py_None) return 0;
+    return -1;
+}
+
+PyDoc_STRVAR(quotes_doc,
+"quotes(value: object) -> int\n\n"
+"orjson.dumps(value).count(b'\"') for what orjson.loads makes; -1 for anything else.");
+
+static PyObject *quotes(PyObject *self, PyObject *value) {
+    (void)self;
+    Py_ssize_t n = walk(value, 0);
+    if (n < 0 && PyErr_Occurred()) return NULL;
+    return PyLong_FromSsize_t(n);
+}
+
 static PyMethodDef methods[] = {
     {"pick", pick, METH_VARARGS, pick_doc},
+    {"quotes", quotes, METH_O, quotes_doc},
     {"utc_ms", utc_ms, METH_O, utc_ms_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -509,13 +509,27 @@ def kept_keys(raws: list[bytes], values: list[Any], quotes: int | None = None) -
     as many `"` as the input only if no key (with its value) was dropped; and never more,
     so equal sums over many texts mean equal counts in each. `quotes`: that sum, when the
     caller counted it already."""
-    try:
-        written = orjson.dumps(values)
-    except TypeError:  # orjson.JSONEncodeError: nothing orjson.loads made should raise it
+    written = _quotes(values)
+    if written < 0:
         return False
     if quotes is None:
         quotes = sum(map(bytes.count, raws, itertools.repeat(b'"')))
-    return quotes == written.count(b'"')
+    return quotes == written
+
+
+def _quotes_py(value: Any) -> int:
+    """The `"` in orjson's text of value, -1 when orjson cannot write it.
+    _geminiscan.quotes counts the same without writing the text."""
+    try:
+        return orjson.dumps(value).count(b'"')
+    except TypeError:  # orjson.JSONEncodeError: nothing orjson.loads made should raise it
+        return -1
+
+
+try:  # built from _geminiscan.c with the package; without a compiler, orjson.dumps
+    from agentwatch.sentinels.agent_ledger._geminiscan import quotes as _quotes
+except ImportError:  # pragma: no cover - the conformance tests require it
+    _quotes = _quotes_py
 
 
 def _load(text: str | None, raw: bytes) -> Any:

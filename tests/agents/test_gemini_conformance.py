@@ -461,3 +461,46 @@ def test_the_c_timestamp_reads_what_the_python_slices_read() -> None:
     assert valid > 5_000
     for odd in (None, 5, b"2026-03-02T08:00:11.229Z", ["x"]):
         assert utc_ms(odd) is ... and gemini._utc_ms_py(odd) is ...
+
+
+def _json_value(rng: random.Random, depth: int = 0) -> Any:
+    """A value as orjson.loads makes one: str of every width with quotes and backslashes,
+    ints at the edges of what orjson writes, floats, bools, None, nested dicts and lists."""
+    kind = rng.randrange(8 if depth < 6 else 5)
+    if kind == 0:
+        return "".join(rng.choice(('"', "\\", "a", "é", "中", "\U0001d11e", "\x00", "\n", ""))
+                       for _ in range(rng.randint(0, 6)))  # fmt: skip
+    if kind == 1:
+        return rng.choice((0, -1, 2**53, 2**63 - 1, -(2**63), 2**64 - 1, 2**64, -(2**63) - 1))
+    if kind == 2:
+        return rng.choice((0.5, -1e300, float("inf"), 1e-9))
+    if kind in (3, 4):
+        return rng.choice((True, False, None))
+    if kind == 5:
+        return [_json_value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+    return {_json_value(rng, 6) if rng.random() < 0.3 else rng.choice(('"id"', "model", "x")):
+            _json_value(rng, depth + 1) for _ in range(rng.randint(0, 4))}  # fmt: skip
+
+
+def test_the_c_quote_count_is_orjsons_text() -> None:
+    """_geminiscan.quotes counts the `"` orjson.dumps writes of a value (-1 where it cannot
+    write it: an int past 64 bits), without writing it; it also counts nesting deeper
+    than dumps writes (the line is then read alike either way). Built with the package."""
+    from agentwatch.sentinels.agent_ledger._geminiscan import quotes
+
+    assert gemini._quotes is quotes
+    rng = random.Random(29)
+    refused = 0
+    for _ in range(20_000):
+        value = [_json_value(rng) for _ in range(rng.randint(0, 3))]
+        value = [v for v in value if not isinstance(v, dict) or all(type(k) is str for k in v)]
+        expected = gemini._quotes_py(value)
+        assert quotes(value) == expected, value
+        refused += expected < 0
+    assert 100 < refused < 10_000
+    deep: Any = "x"
+    for _ in range(300):
+        deep = {'"': [deep]}
+    assert gemini._quotes_py(deep) == -1 and quotes(deep) == 300 * 3 + 2
+    for odd in (object(), {1: 2}, ("a",), b"x", 1 << 64):
+        assert quotes(odd) == -1
