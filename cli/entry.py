@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     from agentwatch.core import lazy_prometheus
 
     lazy_prometheus.install()  # a sentinel or the controller never loads its HTTP parts
+    lazy_prometheus.defer("inspect")  # dataclasses' import, for undocumented classes only
     from agentwatch.cli.main import main as full
 
     return full(args)

@@ -68,6 +68,8 @@ class WebConfigError(ValueError):
 
 @dataclass(frozen=True)
 class TlsSettings:
+    """The tls_server_config section: certificate, key and client verification."""
+
     cert_file: Path
     key_file: Path
     client_auth_type: str = "NoClientCert"

@@ -48,6 +48,8 @@ class Rule:
 
 @dataclass(frozen=True)
 class Patterns:
+    """The loaded pattern file: glyphs and rules by class."""
+
     lead_glyphs: frozenset[str]
     prompt_glyphs: frozenset[str]
     message_glyphs: frozenset[str]

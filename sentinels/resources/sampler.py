@@ -55,6 +55,8 @@ class Usage:
 
 @dataclass
 class Session:
+    """One agent session's process tree usage."""
+
     labels: dict[str, str]
     start: float  # wall-clock start time of the root process
     usage: Usage
@@ -62,6 +64,8 @@ class Session:
 
 @dataclass
 class Sample:
+    """One pass over the process table."""
+
     sessions: list[Session] = field(default_factory=list)
     groups: dict[str, Usage] = field(default_factory=dict)
     agents: Counter[str] = field(default_factory=Counter)

@@ -40,6 +40,8 @@ class Args:
 
 @dataclass(slots=True)
 class Proc:
+    """One process of /proc, the fields the sentinels use."""
+
     pid: int
     ppid: int
     comm: str

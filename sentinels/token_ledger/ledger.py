@@ -107,6 +107,8 @@ def folded_labels(fold: Fold, name: str, labels: tuple[str, ...]) -> tuple[str, 
 
 @dataclass
 class TrackedFile:
+    """A transcript the ledger follows, and its size and mtime when last read."""
+
     transcript: claude.Transcript
     root: Path  # the projects root it was found under
     size: int = 0
