@@ -40,6 +40,8 @@ WITH_CONFIG = {
     "exporter", "sentinel", "up", "status", "controller", "ack", "classify-pane",
     "run-budget", "prices", "report", "mcp",
 }  # fmt: skip
+# Commands that stay running (each installed unit runs one); `--once` makes one a cycle.
+RESIDENT = {"exporter", "sentinel", "controller"}
 _VALUED = ("--config", "--log-level")  # the top-level options that take a value
 
 
@@ -103,7 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     if command not in WITH_CONFIG:
         return int(module.run(args))
     from agentwatch.cli import common
+    from agentwatch.core import config
 
+    # The resident commands (the installed units) leave the YAML parser to a child.
+    config.YAML_APART = command in RESIDENT and not getattr(args, "once", False)
     cfg = common.load(args)
     if cfg is None:
         return 2
