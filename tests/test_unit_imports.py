@@ -1,0 +1,115 @@
+"""The installed units' commands, each run whole as systemd starts it (its own interpreter, the
+YAML config `agentwatch install` leaves), leave out what they do not use: the YAML parser
+(core/yaml_apart.py parses the file in a child), ssl without TLS, inspect (dataclasses'
+import, deferred by the entry) and requests. Each costs 0.8 to several MiB of private memory
+in every unit (issue 29: the installed kit's summed PSS, bench/bench_kit.py --units)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agentwatch.core import config, yaml_apart
+from agentwatch.sentinels import registry
+from tests.conftest import free_port
+
+HEAVY = ("yaml", "ssl", "inspect", "requests", "prometheus_client.exposition")
+# What a command needs after all: the controller talks HTTP with requests (which loads ssl);
+# agent-ledger's undocumented dataclasses are in files another change is rewriting.
+NEEDED = {"controller": {"requests", "ssl"}, "sentinel agent-ledger": {"inspect"}}
+PROBE = """
+import atexit, json, sys
+def loaded():
+    return [m for m in {heavy} if m in sys.modules and "__getattr__" not in vars(sys.modules[m])]
+atexit.register(lambda: print(json.dumps(loaded())))
+sys.argv = ["agentwatch", *{argv}]
+from agentwatch.cli.entry import run
+run()
+"""
+UNITS = ["exporter", "controller"] + [
+    f"sentinel {name}" for name, item in registry.sentinels().items() if item.schedule == "loop"
+]
+
+
+def home_with_config(tmp_path: Path) -> tuple[Path, dict[str, int]]:
+    """A home with the runtime folder and a YAML config on free ports, as after install."""
+    (tmp_path / "run").mkdir(mode=0o700)
+    ports = {name: free_port() for name in ("exporter", "controller", "alertmanager", "otel")}
+    folder = tmp_path / ".config" / "agentwatch"
+    folder.mkdir(parents=True)
+    (folder / "config.yaml").write_text(
+        f"exporter:\n  listen: 127.0.0.1:{ports['exporter']}\n"
+        f"controller:\n  listen: 127.0.0.1:{ports['controller']}\n"
+        f"  alertmanagers: ['http://127.0.0.1:{ports['alertmanager']}']\n"
+        f"sentinels:\n  otel:\n    listen: 127.0.0.1:{ports['otel']}\n"
+    )
+    return tmp_path, ports
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_a_unit_leaves_the_heavy_modules_out(unit: str, tmp_path: Path) -> None:
+    home, ports = home_with_config(tmp_path)
+    argv = unit.split()
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "XDG_RUNTIME_DIR": str(home / "run")}
+    process = subprocess.Popen(
+        [sys.executable, "-c", PROBE.format(heavy=HEAVY, argv=argv)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    spool = home / "run" / "agentwatch" / f"{argv[-1]}.prom"
+    deadline = time.monotonic() + 120
+    try:
+        while not (listening(ports[unit]) if unit in ports else spool.exists()):
+            assert process.poll() is None, process.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, f"{unit} never became ready"
+            time.sleep(0.1)
+    finally:
+        process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr[-2000:]
+    loaded = set(json.loads(stdout.strip().splitlines()[-1]))
+    assert loaded - NEEDED.get(unit, set()) == set()
+
+
+def test_the_child_parses_as_the_process_would(tmp_path: Path) -> None:
+    """The same values or the same problems, whichever side parses; what JSON cannot carry
+    exactly (a date, a non-string key) is left to the process. (The units' test above shows
+    the child's values arriving: they listen on the ports the YAML names.)"""
+    cases = {
+        "plain.yaml": "log_level: debug\nexporter: {listen: '127.0.0.1:1'}\nagents: {}\n",
+        "broken.yaml": "exporter: [unclosed\n",
+        "deep.yaml": "a: " + "[" * 100 + "]" * 100 + "\n",
+    }
+    for name, text in cases.items():
+        path = tmp_path / name
+        path.write_text(text)
+        try:
+            here: object = {"raw": config.parse_yaml(path, text)}
+        except config.ConfigError as err:
+            here = {"problems": err.problems}
+        assert yaml_apart.parse(path, text) == here, name
+    for text in ("when: 2026-12-04\n", "1: one\n"):
+        assert yaml_apart.parse(tmp_path / "odd.yaml", text) is yaml_apart.PARSE_HERE
+
+
+def test_read_raw_takes_the_childs_answer(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("log_level: debug\nwhen: 2026-12-04\n")
+    monkeypatch.setattr(config, "YAML_APART", True)
+    monkeypatch.delitem(sys.modules, "yaml")  # as in a unit, where nothing loaded it
+    asked = []
+    monkeypatch.setattr(yaml_apart, "parse", lambda *a: asked.append(a) or {"raw": {"x": 1}})
+    assert config.read_raw(path) == {"x": 1} and asked
+    monkeypatch.setattr(yaml_apart, "parse", lambda *a: yaml_apart.PARSE_HERE)
+    assert config.read_raw(path)["when"].isoformat() == "2026-12-04"
