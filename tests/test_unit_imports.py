@@ -1,8 +1,9 @@
 """The installed units' commands, each run whole as systemd starts it (its own interpreter, the
 YAML config `agentwatch install` leaves), leave out what they do not use: the YAML parser
 (core/yaml_apart.py parses the file in a child), ssl without TLS, inspect (dataclasses'
-import, deferred by the entry) and requests. Each costs 0.8 to several MiB of private memory
-in every unit (issue 29: the installed kit's summed PSS, bench/bench_kit.py --units)."""
+import, deferred by the entry), requests and importlib.resources (for a shipped file). Each
+costs 0.8 to several MiB of private memory in every unit (issue 29: the installed kit's
+summed PSS, bench/bench_kit.py --units)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,16 @@ from agentwatch.core import config, yaml_apart
 from agentwatch.sentinels import registry
 from tests.conftest import free_port
 
-HEAVY = ("yaml", "ssl", "inspect", "requests", "prometheus_client.exposition")
-# What a command needs after all: the controller talks HTTP with requests (which loads ssl);
+HEAVY = (
+    "yaml", "ssl", "inspect", "requests", "prometheus_client.exposition", "importlib.resources",
+)  # fmt: skip
+# What a command needs after all: the controller talks HTTP with requests (which loads ssl,
+# and urllib3 importlib.metadata, with importlib.resources);
 # agent-ledger's undocumented dataclasses are in files another change is rewriting.
-NEEDED = {"controller": {"requests", "ssl"}, "sentinel agent-ledger": {"inspect"}}
+NEEDED = {
+    "controller": {"requests", "ssl", "importlib.resources"},
+    "sentinel agent-ledger": {"inspect"},
+}
 PROBE = """
 import atexit, json, sys
 def loaded():
