@@ -1,9 +1,10 @@
 """The installed units' commands, each run whole as systemd starts it (its own interpreter, the
 YAML config `agentwatch install` leaves), leave out what they do not use: the YAML parser
 (core/yaml_apart.py parses the file in a child), ssl without TLS, inspect (dataclasses'
-import, deferred by the entry), requests and importlib.resources (for a shipped file). Each
-costs 0.8 to several MiB of private memory in every unit (issue 29: the installed kit's
-summed PSS, bench/bench_kit.py --units)."""
+import, deferred by the entry), requests, importlib.resources (for a shipped file), psutil
+(the fallback without /proc), zoneinfo (a reset message naming its zone) and the process
+pool (a cold backfill). Each costs 0.6 to several MiB of private memory in a unit (issue 29:
+the installed kit's summed PSS, bench/bench_kit.py --units)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from tests.conftest import free_port
 
 HEAVY = (
     "yaml", "ssl", "inspect", "requests", "prometheus_client.exposition", "importlib.resources",
+    "psutil", "zoneinfo", "concurrent.futures",
 )  # fmt: skip
 # What a command needs after all: the controller talks HTTP with requests (which loads ssl,
 # and urllib3 importlib.metadata, with importlib.resources);
