@@ -3,8 +3,9 @@ YAML config `agentwatch install` leaves), leave out what they do not use: the YA
 (core/yaml_apart.py parses the file in a child), ssl without TLS, inspect (dataclasses'
 import, deferred by the entry), requests, importlib.resources (for a shipped file), psutil
 (the fallback without /proc), zoneinfo (a reset message naming its zone) and the process
-pool (a cold backfill). Each costs 0.6 to several MiB of private memory in a unit (issue 29:
-the installed kit's summed PSS, bench/bench_kit.py --units)."""
+pool (a cold backfill), and argparse (cli/main.py reads a unit's line). Each costs 0.6 to
+several MiB of private memory in a unit (issue 29: the installed kit's summed PSS,
+bench/bench_kit.py --units)."""
 
 from __future__ import annotations
 
@@ -18,13 +19,14 @@ from pathlib import Path
 
 import pytest
 
+from agentwatch.cli import main
 from agentwatch.core import config, yaml_apart
 from agentwatch.sentinels import registry
 from tests.conftest import free_port
 
 HEAVY = (
     "yaml", "ssl", "inspect", "requests", "prometheus_client.exposition", "importlib.resources",
-    "psutil", "zoneinfo", "concurrent.futures",
+    "psutil", "zoneinfo", "concurrent.futures", "argparse",
 )  # fmt: skip
 # What a command needs after all: the controller talks HTTP with requests (which loads ssl,
 # and urllib3 importlib.metadata, with importlib.resources);
@@ -67,6 +69,14 @@ def listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+def catches_sigterm(pid: int) -> bool:
+    """Whether the process has its SIGTERM handler (the listeners bind before they set it)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    return False
+
+
 @pytest.mark.parametrize("unit", UNITS)
 def test_a_unit_leaves_the_heavy_modules_out(unit: str, tmp_path: Path) -> None:
     home, ports = home_with_config(tmp_path)
@@ -79,7 +89,10 @@ def test_a_unit_leaves_the_heavy_modules_out(unit: str, tmp_path: Path) -> None:
     spool = home / "run" / "agentwatch" / f"{argv[-1]}.prom"
     deadline = time.monotonic() + 120
     try:
-        while not (listening(ports[unit]) if unit in ports else spool.exists()):
+        while not (
+            (listening(ports[unit]) if unit in ports else spool.exists())
+            and catches_sigterm(process.pid)
+        ):
             assert process.poll() is None, process.communicate()[1][-2000:]
             assert time.monotonic() < deadline, f"{unit} never became ready"
             time.sleep(0.1)
@@ -122,3 +135,22 @@ def test_read_raw_takes_the_childs_answer(tmp_path: Path, monkeypatch) -> None:
     assert config.read_raw(path) == {"x": 1} and asked
     monkeypatch.setattr(yaml_apart, "parse", lambda *a: yaml_apart.PARSE_HERE)
     assert config.read_raw(path)["when"].isoformat() == "2026-12-04"
+
+
+@pytest.mark.parametrize("unit", UNITS + [f"sentinel {name}" for name in registry.sentinels()])
+@pytest.mark.parametrize("config_file", [[], ["--config", "/etc/agentwatch.yaml"]])
+def test_a_units_line_reads_as_argparse_reads_it(unit: str, config_file: list[str]) -> None:
+    argv = config_file + unit.split()
+    fast = main.unit_args(argv)
+    assert fast is not None
+    assert vars(fast) == vars(main.build_parser(main.command_in(argv)).parse_args(argv))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["sentinel", "nope"], ["sentinel"], ["sentinel", "otel", "--once"], ["exporter", "x"],
+     ["--log-level", "debug", "exporter"], ["exporter", "--listen", "127.0.0.1:1"], ["status"],
+     ["--config"], []],
+)  # fmt: skip
+def test_any_other_line_is_left_to_argparse(argv: list[str]) -> None:
+    assert main.unit_args(argv) is None
