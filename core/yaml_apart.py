@@ -14,37 +14,63 @@ is parsed in the process as before: the answer never differs, only where it is c
 from __future__ import annotations
 
 import json
-import subprocess
+import os
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
-TIMEOUT = 60.0  # seconds; a child slower than this is given up and the process parses
+TIMEOUT = 60.0  # seconds; a child slower than this is killed and the process parses
 PARSE_HERE = object()  # the child could not hand the document over: parse in the process
 
 
 def parse(path: Path, text: str) -> Any:
     """The document (a dict, list, ...), `{"problems": [...]}` wrapped as ConfigError by the
     caller, or PARSE_HERE."""
-    try:
-        done = subprocess.run(
-            [sys.executable, "-P", "-m", "agentwatch.core.yaml_apart", str(path)],
-            input=text.encode(),
-            capture_output=True,
-            timeout=TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return PARSE_HERE
-    if done.returncode != 0:
+    output = _run([sys.executable, "-P", "-m", "agentwatch.core.yaml_apart", str(path)], text)
+    if output is None:
         return PARSE_HERE
     try:
-        answer = json.loads(done.stdout)
+        answer = json.loads(output)
     except ValueError:
         return PARSE_HERE
     if not isinstance(answer, dict) or not ({"raw"} == answer.keys() or "problems" in answer):
         return PARSE_HERE
     return answer
+
+
+def _run(argv: list[str], text: str) -> bytes | None:
+    """The child's output, None unless it exits 0 within TIMEOUT. os.posix_spawn and pipes,
+    not the subprocess module: that is 0.35 MiB more in a process that spawns nothing else."""
+    child_in, feed = os.pipe()
+    answer, child_out = os.pipe()
+    try:
+        pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=[
+            (os.POSIX_SPAWN_DUP2, child_in, 0),
+            (os.POSIX_SPAWN_DUP2, child_out, 1),
+            (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+        ])  # fmt: skip
+    except OSError:
+        for fd in (child_in, feed, answer, child_out):
+            os.close(fd)
+        return None
+    os.close(child_in)
+    os.close(child_out)
+    timer = threading.Timer(TIMEOUT, os.kill, (pid, signal.SIGKILL))
+    timer.start()
+    output = b""
+    with open(feed, "wb") as to_child, open(answer, "rb") as from_child:
+        try:
+            to_child.write(text.encode())
+            to_child.close()  # the child reads to the end before it answers
+            output = from_child.read()
+        except OSError:  # the child went away without reading (killed, or failed to start)
+            pass
+        finally:
+            timer.cancel()
+            _, status = os.waitpid(pid, 0)
+    return output if os.waitstatus_to_exitcode(status) == 0 else None
 
 
 def _answer(path: Path, text: str) -> dict[str, Any]:

@@ -125,6 +125,14 @@ def test_the_child_parses_as_the_process_would(tmp_path: Path) -> None:
         assert yaml_apart.parse(tmp_path / "odd.yaml", text) is yaml_apart.PARSE_HERE
 
 
+@pytest.mark.parametrize("program", ["/bin/false", "/nonexistent/python"])
+def test_a_child_that_fails_leaves_the_parsing_here(
+    program: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "executable", program)
+    assert yaml_apart.parse(tmp_path / "config.yaml", "a: 1\n") is yaml_apart.PARSE_HERE
+
+
 def test_read_raw_takes_the_childs_answer(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "config.yaml"
     path.write_text("log_level: debug\nwhen: 2026-12-04\n")
