@@ -29,11 +29,9 @@ HEAVY = (
     "psutil", "zoneinfo", "concurrent.futures", "argparse",
 )  # fmt: skip
 # What a command needs after all: the controller talks HTTP with requests (which loads ssl,
-# and urllib3 importlib.metadata, with importlib.resources);
-# agent-ledger's undocumented dataclasses are in files another change is rewriting.
+# and urllib3 importlib.metadata, with importlib.resources).
 NEEDED = {
     "controller": {"requests", "ssl", "importlib.resources"},
-    "sentinel agent-ledger": {"inspect"},
 }
 PROBE = """
 import atexit, json, sys
