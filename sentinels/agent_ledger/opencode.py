@@ -522,16 +522,16 @@ def _common(
     _UNUSUAL and goes to `_entry`, so each rule has one implementation to test. `names`
     and `projects` keep what a model or provider string, and a cwd, become (a few
     distinct values in many rows)."""
-    tokens = message.get("tokens")
-    if type(tokens) is not dict:
-        return None
-    cache_block = tokens.get("cache")
-    if type(cache_block) is dict:
-        read, write = cache_block.get("read", 0), cache_block.get("write", 0)
-    else:
-        read = write = 0
-    fresh, output = tokens.get("input", 0), tokens.get("output", 0)
-    extra, total = tokens.get("reasoning", 0), tokens.get("total", 0)
+    try:  # the fields OpenCode always writes; any missing one goes to the rules
+        tokens = message["tokens"]
+        cache_block = tokens["cache"]
+        fresh, output, extra = tokens["input"], tokens["output"], tokens["reasoning"]
+        read, write = cache_block["read"], cache_block["write"]
+        model, provider = message["modelID"], message["providerID"]
+        created = message["time"]["created"]
+    except (KeyError, TypeError):
+        return _UNUSUAL
+    total = tokens.get("total", 0)
     if not (
         type(fresh) is int
         and type(output) is int
@@ -540,6 +540,10 @@ def _common(
         and type(extra) is int
         and type(total) is int
         and 0 <= (fresh | output | read | write | extra | total) <= _U64_MAX
+        and type(model) is str
+        and type(provider) is str
+        and type(created) is int
+        and 0 < created <= _MAX_TIMESTAMP_MS
     ):
         return _UNUSUAL
     missing = total - (fresh + output + read + write + extra)
@@ -547,16 +551,6 @@ def _common(
         output, extra = _beyond_parts(output, extra, missing)
     if fresh == output == read == write == extra == 0:
         return None
-    model, provider = message.get("modelID"), message.get("providerID")
-    time_block = message.get("time")
-    created = time_block.get("created") if type(time_block) is dict else None
-    if (
-        type(model) is not str
-        or type(provider) is not str
-        or type(created) is not int
-        or not 0 < created <= _MAX_TIMESTAMP_MS
-    ):
-        return _UNUSUAL
     model_name = names.get(model)
     if model_name is None:
         model_name = names[model] = sys.intern(model.strip())
@@ -573,9 +567,10 @@ def _common(
             project = projects[cwd] = _folder_name(cwd)
     else:
         project = ""
+    cost = message.get("cost")
     return _usage(
         f"{AGENT}:{ident}", created / 1000, session, project, model_name, fresh, output,
-        read, write, _cost(message.get("cost")), provider_name, extra,
+        read, write, _cost(cost) if cost else None, provider_name, extra,
     )  # fmt: skip
 
 
