@@ -546,6 +546,22 @@ def _common(
         and 0 < created <= _MAX_TIMESTAMP_MS
     ):
         return _UNUSUAL
+    path = message.get("path")
+    cwd = path.get("cwd") if type(path) is dict else None
+    return _mapped(
+        fresh, output, extra, read, write, total, model, provider, created,
+        message.get("cost"), cwd if type(cwd) is str else None, ident, session, names,
+        projects,
+    )  # fmt: skip
+
+
+def _mapped(
+    fresh: int, output: int, extra: int, read: int, write: int, total: int, model: str,
+    provider: str, created: int, cost: Any, cwd: str | None, ident: str, session: str,
+    names: dict[str, str], projects: dict[str, str],
+) -> OpenCodeUsage | None:  # fmt: skip
+    """The common row's record from its checked values (what `_common` read, or what
+    `_opencodescan.common` read in C: the same tuple, so one tail maps both)."""
     missing = total - (fresh + output + read + write + extra)
     if missing > 0:
         output, extra = _beyond_parts(output, extra, missing)
@@ -559,19 +575,27 @@ def _common(
         provider_name = names[provider] = sys.intern(provider.strip())
     if not model_name or not provider_name:
         return None
-    path = message.get("path")
-    cwd = path.get("cwd") if type(path) is dict else None
-    if type(cwd) is str:
+    if cwd is not None:
         project = projects.get(cwd)
         if project is None:
             project = projects[cwd] = _folder_name(cwd)
     else:
         project = ""
-    cost = message.get("cost")
     return _usage(
         f"{AGENT}:{ident}", created / 1000, session, project, model_name, fresh, output,
         read, write, _cost(cost) if cost else None, provider_name, extra,
     )  # fmt: skip
+
+
+def _scan_py(data: bytes) -> tuple[Any, ...] | None:
+    """`_opencodescan.common`'s stand-in without the extension: every row takes orjson."""
+    return None
+
+
+try:  # built from _opencodescan.c with the package; without a compiler, orjson and Python
+    from agentwatch.sentinels.agent_ledger._opencodescan import common as _scan
+except ImportError:  # pragma: no cover - the tests build it
+    _scan = _scan_py
 
 
 def _by_rules(
@@ -604,6 +628,7 @@ def _read_database(db: Path, result: ReadResult, seen: set[str], ids: set[str]) 
         return
     entries = result.entries
     loads, dumps, decode_error = orjson.loads, orjson.dumps, orjson.JSONDecodeError
+    scan = _scan
     sessions: dict[bytes, str] = {}
     names: dict[str, str] = {}
     projects: dict[str, str] = {}
@@ -625,12 +650,16 @@ def _read_database(db: Path, result: ReadResult, seen: set[str], ids: set[str]) 
                             session_text = sessions[session] = sys.intern(session.decode())
                     except UnicodeDecodeError:
                         continue
-                    try:
-                        message = loads(data)
-                    except decode_error:
-                        message = None
-                    if type(message) is dict and dumps(message) == data:
-                        entry = _common(message, ident_text, session_text, names, projects)
+                    scanned = scan(data)
+                    if scanned is not None:
+                        entry = _mapped(*scanned, ident_text, session_text, names, projects)
+                    else:
+                        try:
+                            message = loads(data)
+                        except decode_error:
+                            message = None
+                        if type(message) is dict and dumps(message) == data:
+                            entry = _common(message, ident_text, session_text, names, projects)
                 if entry is _UNUSUAL:
                     entry, row_id = _by_rules(db, index, ident, session, data, result)
                 else:
