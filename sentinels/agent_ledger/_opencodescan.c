@@ -312,7 +312,10 @@ static PyObject *text(const char *start, Py_ssize_t len) {
 static PyObject *cost_of(const Row *row) {
     char buffer[80];
     if (!(row->seen & F_COST)) Py_RETURN_NONE;
-    if ((size_t)row->cost_len >= sizeof buffer) return NULL; /* not reached: <= 62 bytes */
+    if ((size_t)row->cost_len >= sizeof buffer) { /* not reached: number() allows 62 */
+        PyErr_SetString(PyExc_ValueError, "cost too long");
+        return NULL;
+    }
     memcpy(buffer, row->cost, (size_t)row->cost_len);
     buffer[row->cost_len] = '\0';
     if (!row->cost_fraction) return PyLong_FromString(buffer, NULL, 10);
