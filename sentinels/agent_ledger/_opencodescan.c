@@ -343,6 +343,7 @@ static PyObject *common(PyObject *self, PyObject *arg) {
     if ((row.seen & needed) != needed) Py_RETURN_NONE;
     if (row.created == 0 || row.created > MAX_CREATED) Py_RETURN_NONE;
     if ((row.seen & F_PATH) && !(row.seen & F_CWD)) Py_RETURN_NONE;
+    if ((row.seen & F_COST) && row.cost_len >= 80) Py_RETURN_NONE; /* cost_of's buffer */
     PyObject *cost = cost_of(&row);
     if (cost == NULL) return NULL;
     PyObject *cwd;
