@@ -4,9 +4,10 @@
  * common(data) reads one row's JSON in one pass and returns only what the rules read:
  * (input, output, reasoning, read, write, total, modelID, providerID, created, cost, cwd).
  * It takes only a row it is sure of: strict compact JSON (no whitespace outside strings),
- * ASCII strings without a \u escape, no exponent, integers of at most 20 digits, no key
- * twice at the top level (at most 64 keys), nor twice among the keys read inside tokens,
- * cache, time and path, depth at most 64, and every read value of the type _common wants. Any other row
+ * strings without a \u escape (valid UTF-8; the keys and the strings it returns ASCII),
+ * no exponent, integers of at most 20 digits, no key twice at the top level (at most 64
+ * keys) nor among the keys read inside tokens, cache, time and path, depth at most 64,
+ * and every read value of the type _common wants. Any other row
  * returns None and goes the Python way, which decides it as before: a row this refuses
  * costs time, never a different count. tests/agents/test_opencode_paths.py holds the
  * reader with it equal to the rules alone.
@@ -28,8 +29,32 @@ typedef struct {
     const char *p, *end;
 } Scan;
 
+/* The length of the valid UTF-8 sequence at p (a lead byte >= 0x80), or 0: no overlong
+ * form, no surrogate, nothing past U+10FFFF (what Python's strict decoder takes). */
+static int utf8(const char *at, const char *end) {
+    const unsigned char *p = (const unsigned char *)at;
+    Py_ssize_t left = (const unsigned char *)end - p;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf) return left >= 2 && (p[1] & 0xc0) == 0x80 ? 2 : 0;
+    if (p[0] >= 0xe0 && p[0] <= 0xef) {
+        if (left < 3 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80) return 0;
+        if (p[0] == 0xe0 && p[1] < 0xa0) return 0; /* overlong */
+        if (p[0] == 0xed && p[1] >= 0xa0) return 0; /* a surrogate */
+        return 3;
+    }
+    if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+        if (left < 4 || (p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80
+            || (p[3] & 0xc0) != 0x80)
+            return 0;
+        if (p[0] == 0xf0 && p[1] < 0x90) return 0; /* overlong */
+        if (p[0] == 0xf4 && p[1] >= 0x90) return 0; /* past U+10FFFF */
+        return 4;
+    }
+    return 0;
+}
+
 /* A string at s->p ('"'). Keys and read strings (plain) take no escape; other strings take
- * the escapes that cannot make a surrogate. The raw content is [*start, *start + *len). */
+ * the escapes that cannot make a surrogate and any valid UTF-8 (read strings stay ASCII).
+ * The raw content is [*start, *start + *len). */
 static int string(Scan *s, int plain, const char **start, Py_ssize_t *len) {
     const char *p = s->p + 1;
     *start = p;
@@ -57,6 +82,12 @@ static int string(Scan *s, int plain, const char **start, Py_ssize_t *len) {
             *len = p - *start;
             s->p = p + 1;
             return 1;
+        }
+        if (c >= 0x80 && !plain) {
+            int n = utf8(p, s->end);
+            if (n == 0) return 0;
+            p += n;
+            continue;
         }
         if (c < 0x20 || c >= 0x7f) return 0;
         if (c == '\\') {
