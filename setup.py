@@ -33,4 +33,13 @@ CODEXSCAN = Extension(
     optional=True,
 )
 
-setup(packages=packages, ext_modules=[FASTLINE, CODEXSCAN])
+# The OpenCode reader's reader of a common message row in C (opencode._common after
+# orjson is the same in Python; tests/agents/test_opencode_paths.py fails when it is missing).
+OPENCODESCAN = Extension(
+    "agentwatch.sentinels.agent_ledger._opencodescan",
+    ["agentwatch/sentinels/agent_ledger/_opencodescan.c"],
+    extra_compile_args=["-O2"],
+    optional=True,
+)
+
+setup(packages=packages, ext_modules=[FASTLINE, CODEXSCAN, OPENCODESCAN])
