@@ -37,7 +37,6 @@ from agentwatch.core.process import die_with_parent
 # it maps to.
 ENTRIES = {
     "agentwatch.cli": "agentwatch.cli.entry",
-    "agentwatch.demo.webhook_sink": "agentwatch.demo.webhook_sink",
 }
 PR_SET_NAME = 15
 

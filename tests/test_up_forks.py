@@ -3,6 +3,8 @@ inherit its lock, and behave as `python -m agentwatch.cli ...` would."""
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import signal
 import subprocess
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+import yaml
 
 from tests.conftest import CLI, local_config
 
@@ -91,3 +94,64 @@ def test_up_children_are_forked_share_pages_and_never_hold_its_lock(tmp_path: Pa
     assert process.returncode == 0, output
     assert "agentwatch stopped." in output
     assert all(not child.is_running() for child in children.values())
+
+
+@pytest.mark.slow
+def test_the_sink_answers_in_up_and_a_killed_child_is_forked_again(tmp_path: Path) -> None:
+    """The webhook sink is served by `up` itself (no process of its own, no thread: `up`
+    keeps one thread, so a child that dies is forked again, not started anew), and it
+    answers before and after such a restart."""
+    from agentwatch.cli import stack
+
+    if stack.missing():
+        pytest.skip(f"the stack needs {', '.join(stack.missing())} (scripts/setup)")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / "config"))
+    state, spool = tmp_path / "state", tmp_path / "spool"
+    config = local_config(tmp_path)
+    listen = yaml.safe_load(config.read_text())["stack"]["webhook_listen"]
+    process = subprocess.Popen(
+        [*CLI, "--config", str(config), "up", "--no-demo",
+         "--state-dir", str(state), "--spool-dir", str(spool)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    body = json.dumps({"status": "firing", "alerts": [{"labels": {"alertname": "Probe"}}]})
+
+    def post() -> int | None:
+        try:
+            conn = http.client.HTTPConnection(*listen.rsplit(":", 1), timeout=10)
+            conn.request("POST", "/", body=body, headers={"Content-Type": "application/json"})
+            return conn.getresponse().status
+        except OSError:
+            return None
+
+    def child(name: str) -> psutil.Process | None:
+        return next((c for c in up.children() if c.name() == name), None)
+
+    try:
+        up = psutil.Process(process.pid)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and (post() != 200 or child("footprint") is None):
+            time.sleep(0.5)
+        assert post() == 200, "the sink in `up` does not answer"
+        assert "webhook-sink" not in {c.name() for c in up.children()}
+        first = child("footprint")
+        assert first is not None
+        first.kill()
+        first.wait(30)
+        again = None
+        while time.monotonic() < deadline + 60 and (again is None or again.pid == first.pid):
+            again = child("footprint")
+            time.sleep(0.5)
+        assert again is not None and again.pid != first.pid, "footprint was not restarted"
+        assert again.cmdline() == up.cmdline(), "restarted anew, not forked"
+        assert up.num_threads() == 1
+        assert post() == 200
+        log = (state / "stack" / "alerts.jsonl").read_text().splitlines()
+        assert len(log) >= 2 and all(json.loads(line)["payload"]["alerts"] for line in log)
+    finally:
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    assert process.returncode == 0, output
+    assert "footprint exited with status" in output and "Probe" in output
