@@ -131,8 +131,9 @@ class Child:
         entry = forked.entry_of(self.argv)
         if entry is not None and forked.can_fork():  # shares the modules `up` imported
             module, args = entry
+            prepared = forked.prepare(module, args, self.env)
             self.process = forked.start(
-                self.name, module, args, self.env, self.log_path, self.to_terminal
+                self.name, module, args, self.env, self.log_path, self.to_terminal, prepared
             )
             return
         handle = self.log_path.open("ab")

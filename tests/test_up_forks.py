@@ -47,6 +47,56 @@ def test_a_forked_command_writes_its_log_and_exits_with_its_status(tmp_path: Pat
     assert code == 2 and "invalid choice" in log  # argparse's usage error, its status
 
 
+FORK_PREPARED = """
+import os, sys
+from pathlib import Path
+from agentwatch.cli import forked
+log, args = Path(sys.argv[1]), sys.argv[2:]
+prepared = forked.prepare("agentwatch.cli.entry", args, dict(os.environ))
+if prepared is None:
+    print("not prepared")
+    sys.exit(0)
+child = forked.start("probe", "agentwatch.cli.entry", args, dict(os.environ), log, False, prepared)
+print(child.wait(timeout=120))
+"""
+
+
+def fork_prepared(tmp_path: Path, *args: str) -> tuple[str, str]:
+    """Parse and load in a fresh interpreter, fork the prepared command: what it printed
+    (its status, or "not prepared") and what reached its stdout and stderr."""
+    log = tmp_path / "child.log"
+    ran = subprocess.run(
+        [sys.executable, "-c", FORK_PREPARED, str(log), *args],
+        capture_output=True, text=True, timeout=180, cwd=ROOT,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return ran.stdout.strip(), ran.stderr + (log.read_text() if log.exists() else "")
+
+
+def test_a_prepared_command_runs_as_its_command_line_would(tmp_path: Path) -> None:
+    """`up` parses a child's command line and loads its config before the fork; the child
+    then does what `python -m agentwatch.cli ...` does with them."""
+    spool, state = tmp_path / "spool", tmp_path / "state"
+    config = str(local_config(tmp_path))
+    status, _ = fork_prepared(tmp_path, "--config", config, "sentinel", "footprint", "--once",
+                              "--spool-dir", str(spool), "--state-dir", str(state))  # fmt: skip
+    assert status == "0"
+    assert "agentwatch_" in (spool / "footprint.prom").read_text()
+
+
+def test_a_command_that_cannot_be_prepared_is_left_to_the_child(tmp_path: Path) -> None:
+    """A bad command line or config is not `up`'s to print: the child finds it again and
+    says so in its own log."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("exporter:\n  listen: nowhere\n")
+    for args in (["--config", str(bad), "exporter"], ["sentinel", "no-such-sentinel"]):
+        status, said = fork_prepared(tmp_path, *args)
+        assert (status, said) == ("not prepared", ""), args
+    from agentwatch.cli import forked
+
+    assert forked.prepare("agentwatch.demo.workload", ["x"], {}) is None
+
+
 def test_only_agentwatch_commands_are_forked() -> None:
     from agentwatch.cli import forked
 
