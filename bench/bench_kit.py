@@ -86,10 +86,23 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def free_ports_config() -> str:
+    """A config putting each of `up`'s listeners on a port free now."""
+    listens = {"exporter": "listen", "controller": "listen"}
+    lines = [f"{section}:\n  {key}: 127.0.0.1:{free_port()}" for section, key in listens.items()]
+    lines.append("stack:\n" + "".join(f"  {key}: 127.0.0.1:{free_port()}\n" for key in
+                                       ("prometheus_listen", "alertmanager_listen",
+                                        "webhook_listen")).rstrip("\n"))  # fmt: skip
+    lines.append(f"sentinels:\n  otel:\n    listen: 127.0.0.1:{free_port()}")
+    return "\n".join(lines) + "\n"
+
+
 def measure(start: Callable[[], subprocess.Popen[bytes]], settle: float, window: float,
-            scrape: str | None = None) -> pairs.Sample:  # fmt: skip
+            scrape: str | None = None,
+            check: Callable[[], None] | None = None) -> pairs.Sample:  # fmt: skip
     """Start a side, settle, then PSS at the start, middle and end of the window and the CPU
-    its processes used across it (processes that came and went count only while seen)."""
+    its processes used across it (processes that came and went count only while seen);
+    `check` then says whether the run was sound (SetupError when not)."""
     process = start()
     stop = threading.Event()
 
@@ -113,6 +126,8 @@ def measure(start: Callable[[], subprocess.Popen[bytes]], settle: float, window:
         samples.append(pss_mib(pids))
         spent = cpu_s(pids) - cpu_before
         span = time.monotonic() - began
+        if check is not None:
+            check()
     finally:
         stop.set()
         pairs.kill_group(process.pid, signal.SIGTERM)
@@ -137,12 +152,27 @@ def main() -> int:
                                  "apt install prometheus-node-exporter")  # fmt: skip
     folder = Path(tempfile.mkdtemp(prefix="bench-kit-"))
 
+    homes: list[Path] = []
+
     def kit() -> subprocess.Popen[bytes]:
         home = Path(tempfile.mkdtemp(dir=folder))
+        homes.append(home)
         (home / "run").mkdir(mode=0o700)
-        env = dict(os.environ, HOME=str(home), XDG_RUNTIME_DIR=str(home / "run"))
-        return subprocess.Popen([agentwatch, "up", "--no-demo"], env=env, start_new_session=True,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        (home / ".config" / "agentwatch").mkdir(parents=True)
+        # every listener on a free port: a kit already running here (the user's own, another
+        # bench) must not make this one's children fail to bind and restart while measured
+        (home / ".config" / "agentwatch" / "config.yaml").write_text(free_ports_config())
+        env = dict(os.environ, HOME=str(home), XDG_RUNTIME_DIR=str(home / "run"),
+                   XDG_CONFIG_HOME=str(home / ".config"))  # fmt: skip
+        with (home / "up.log").open("wb") as out:
+            return subprocess.Popen([agentwatch, "up", "--no-demo"], env=env,
+                                    start_new_session=True, stdout=out,
+                                    stderr=subprocess.STDOUT)  # fmt: skip
+
+    def kit_sound() -> None:
+        said = (homes[-1] / "up.log").read_text(errors="replace")
+        if "restarting" in said or "cannot listen" in said:
+            raise pairs.SetupError(f"a child of `up` failed while measured: {homes[-1]}/up.log")
 
     port = free_port()
 
@@ -153,7 +183,7 @@ def main() -> int:
 
     scrape = f"http://127.0.0.1:{port}/metrics"
     result = pairs.run_pairs(
-        ("agentwatch", lambda: measure(kit, args.settle, args.window)),
+        ("agentwatch", lambda: measure(kit, args.settle, args.window, check=kit_sound)),
         ("node_exporter", lambda: measure(node_exporter, 10, args.window, scrape)),
         args.pairs,
     )
@@ -165,7 +195,7 @@ def main() -> int:
         pairs.Check("kit idle CPU % of one core, median of pairs",
                     pairs.spread(s.value("cpu_pct") for s in ours)[1], CPU_LIMIT_PERCENT),
     ]  # fmt: skip
-    shutil.rmtree(folder, ignore_errors=True)
+    shutil.rmtree(folder, ignore_errors=True)  # an unsound run never gets here: its logs stay
     return pairs.verdict(checks, ROOT / "bench" / "out" / "kit.json", result.as_dict())
 
 
