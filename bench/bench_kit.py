@@ -1,15 +1,18 @@
 """The whole kit at rest against node_exporter: summed memory and idle CPU.
 
 Issue 29's target: agentwatch's own processes under `agentwatch up --no-demo` (the exporter,
-every sentinel, the controller, the webhook sink and `up` itself; Prometheus and Alertmanager
-are the peer's too, so they are left out) hold at most 120 MiB of PSS together (shared pages
-counted once: PSS divides each page among the processes that map it) and use at most 0.3 % of
-one core at rest. The peer is Debian's `prometheus-node-exporter` with its default collectors,
-scraped every 15 s as Prometheus would (the kit's own Prometheus scrapes it every 15 s).
+every sentinel, the controller and `up` itself, which serves the webhook sink; Prometheus and
+Alertmanager are the peer's too, so they are left out) hold at most 120 MiB of PSS together
+(shared pages counted once: PSS divides each page among the processes that map it) and use at
+most 0.3 % of one core at rest. The peer is Debian's `prometheus-node-exporter` with its
+default collectors, scraped every 15 s as Prometheus would (the kit's own Prometheus scrapes
+it every 15 s).
 
 Each pair starts one side, lets it settle, samples its PSS three times over the window and its
 CPU across the window (/proc, per process), stops it, then the other side (order alternating).
-Exit 0 both targets met, 1 one missed, 2 a peer or agentwatch not installed.
+The kit's listeners get free ports, and a run where a child of `up` restarted is no
+measurement. Exit 0 both targets met, 1 one missed, 2 a peer or agentwatch not installed (or
+an unsound run).
 
     .venv/bin/python bench/bench_kit.py [--pairs 3] [--settle 30] [--window 60]
 """
