@@ -50,12 +50,13 @@ class Sink:
         return str(host), int(port)
 
     def wait(self, timeout: float) -> None:
-        """Sleep up to `timeout` seconds, answering each connection that arrives meanwhile."""
+        """Sleep up to `timeout` seconds, answering the connections that arrive meanwhile:
+        it returns within `timeout` + DEADLINE however many clients keep calling."""
         end = time.monotonic() + timeout
         while (left := end - time.monotonic()) > 0:
             if not self.selector.select(left):
                 return
-            while True:  # every connection waiting now
+            while time.monotonic() < end:  # the connections waiting now, while time is left
                 try:
                     conn, _ = self.sock.accept()
                 except (BlockingIOError, InterruptedError):

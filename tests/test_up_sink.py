@@ -97,3 +97,21 @@ def test_wait_returns_after_its_timeout_when_nobody_calls(tmp_path: Path) -> Non
         assert 0.25 <= time.monotonic() - began < 5
     finally:
         served.close()
+
+
+def test_a_flood_of_silent_clients_holds_wait_no_longer_than_one_deadline(
+    tmp_path: Path,
+) -> None:
+    """`up`'s loop supervises its children between waits: clients that connect and say
+    nothing, one after another, cannot keep it from coming back."""
+    served = up_sink.Sink("127.0.0.1:0", tmp_path / "alerts.jsonl")
+    silent = [socket.create_connection(served.address, timeout=30) for _ in range(4)]
+    try:
+        began = time.monotonic()
+        served.wait(0.1)
+        took = time.monotonic() - began
+    finally:
+        for sock in silent:
+            sock.close()
+        served.close()
+    assert took < 0.1 + up_sink.DEADLINE + 1.5  # one silent client's deadline, not four
