@@ -1,11 +1,12 @@
 """The whole kit at rest against node_exporter: summed memory and idle CPU.
 
 Issue 29's target: agentwatch's own processes under `agentwatch up --no-demo` (the exporter,
-every sentinel, the controller, the webhook sink and `up` itself; Prometheus and Alertmanager
-are the peer's too, so they are left out) hold at most 120 MiB of PSS together (shared pages
-counted once: PSS divides each page among the processes that map it) and use at most 0.3 % of
-one core at rest. The peer is Debian's `prometheus-node-exporter` with its default collectors,
-scraped every 15 s as Prometheus would (the kit's own Prometheus scrapes it every 15 s).
+every sentinel, the controller and `up` itself, which serves the webhook sink; Prometheus and
+Alertmanager are the peer's too, so they are left out) hold at most 120 MiB of PSS together
+(shared pages counted once: PSS divides each page among the processes that map it) and use at
+most 0.3 % of one core at rest. The peer is Debian's `prometheus-node-exporter` with its
+default collectors, scraped every 15 s as Prometheus would (the kit's own Prometheus scrapes
+it every 15 s).
 
 `--units` measures the installed kit instead: `agentwatch install` into a scratch home, then
 the command of every resident unit it wrote (the exporter, one `agentwatch-sentinel@NAME` per
@@ -15,7 +16,9 @@ between them. The targets are the same.
 
 Each pair starts one side, lets it settle, samples its PSS three times over the window and its
 CPU across the window (/proc, per process), stops it, then the other side (order alternating).
-Exit 0 both targets met, 1 one missed, 2 a peer or agentwatch not installed.
+The kit's listeners get free ports, and a run where a child of `up` restarted is no
+measurement. Exit 0 both targets met, 1 one missed, 2 a peer or agentwatch not installed (or
+an unsound run).
 
     .venv/bin/python bench/bench_kit.py [--units] [--pairs 3] [--settle 30] [--window 60]
 """
@@ -96,11 +99,24 @@ def trees_of(processes: list[subprocess.Popen[bytes]]) -> list[int]:
     return [pid for process in processes for pid in tree_of(process.pid)]
 
 
+def free_ports_config() -> str:
+    """A config putting each of `up`'s listeners on a port free now."""
+    listens = {"exporter": "listen", "controller": "listen"}
+    lines = [f"{section}:\n  {key}: 127.0.0.1:{free_port()}" for section, key in listens.items()]
+    lines.append("stack:\n" + "".join(f"  {key}: 127.0.0.1:{free_port()}\n" for key in
+                                       ("prometheus_listen", "alertmanager_listen",
+                                        "webhook_listen")).rstrip("\n"))  # fmt: skip
+    lines.append(f"sentinels:\n  otel:\n    listen: 127.0.0.1:{free_port()}")
+    return "\n".join(lines) + "\n"
+
+
 def measure(start: Callable[[], list[subprocess.Popen[bytes]]], settle: float, window: float,
-            scrape: str | None = None) -> pairs.Sample:  # fmt: skip
+            scrape: str | None = None,
+            check: Callable[[], None] | None = None) -> pairs.Sample:  # fmt: skip
     """Start a side (one or more processes, each its own session), settle, then PSS at the
     start, middle and end of the window and the CPU its processes used across it (processes
-    that came and went count only while seen)."""
+    that came and went count only while seen); `check` then says whether the run was sound
+    (SetupError when not)."""
     processes = start()
     stop = threading.Event()
 
@@ -127,6 +143,8 @@ def measure(start: Callable[[], list[subprocess.Popen[bytes]]], settle: float, w
         samples.append(pss_mib(pids))
         spent = cpu_s(pids) - cpu_before
         span = time.monotonic() - began
+        if check is not None:
+            check()
     finally:
         stop.set()
         for process in processes:
@@ -198,12 +216,27 @@ def main() -> int:
                                  "apt install prometheus-node-exporter")  # fmt: skip
     folder = Path(tempfile.mkdtemp(prefix="bench-kit-"))
 
+    homes: list[Path] = []
+
     def kit() -> list[subprocess.Popen[bytes]]:
         home = Path(tempfile.mkdtemp(dir=folder))
+        homes.append(home)
         (home / "run").mkdir(mode=0o700)
-        env = dict(os.environ, HOME=str(home), XDG_RUNTIME_DIR=str(home / "run"))
-        return [subprocess.Popen([agentwatch, "up", "--no-demo"], env=env, start_new_session=True,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]  # fmt: skip
+        (home / ".config" / "agentwatch").mkdir(parents=True)
+        # every listener on a free port: a kit already running here (the user's own, another
+        # bench) must not make this one's children fail to bind and restart while measured
+        (home / ".config" / "agentwatch" / "config.yaml").write_text(free_ports_config())
+        env = dict(os.environ, HOME=str(home), XDG_RUNTIME_DIR=str(home / "run"),
+                   XDG_CONFIG_HOME=str(home / ".config"))  # fmt: skip
+        with (home / "up.log").open("wb") as out:
+            return [subprocess.Popen([agentwatch, "up", "--no-demo"], env=env,
+                                     start_new_session=True, stdout=out,
+                                     stderr=subprocess.STDOUT)]  # fmt: skip
+
+    def kit_sound() -> None:
+        said = (homes[-1] / "up.log").read_text(errors="replace")
+        if "restarting" in said or "cannot listen" in said:
+            raise pairs.SetupError(f"a child of `up` failed while measured: {homes[-1]}/up.log")
 
     def units() -> list[subprocess.Popen[bytes]]:
         commands, env = unit_commands(agentwatch, folder)
@@ -221,8 +254,9 @@ def main() -> int:
                                  stderr=subprocess.DEVNULL)]  # fmt: skip
 
     scrape = f"http://127.0.0.1:{port}/metrics"
+    side, check = (units, None) if args.units else (kit, kit_sound)
     result = pairs.run_pairs(
-        ("agentwatch", lambda: measure(units if args.units else kit, args.settle, args.window)),
+        ("agentwatch", lambda: measure(side, args.settle, args.window, check=check)),
         ("node_exporter", lambda: measure(node_exporter, 10, args.window, scrape)),
         args.pairs,
     )
@@ -235,7 +269,7 @@ def main() -> int:
         pairs.Check(f"{what} idle CPU % of one core, median of pairs",
                     pairs.spread(s.value("cpu_pct") for s in ours)[1], CPU_LIMIT_PERCENT),
     ]  # fmt: skip
-    shutil.rmtree(folder, ignore_errors=True)
+    shutil.rmtree(folder, ignore_errors=True)  # an unsound run never gets here: its logs stay
     out = ROOT / "bench" / "out" / ("kit-units.json" if args.units else "kit.json")
     return pairs.verdict(checks, out, result.as_dict())
 

@@ -170,7 +170,7 @@ class BudgetResolver:
         except FileRefused as err:
             self.yaml_gate.failed(f"refused ({err.reason}); ignored")
             return None
-        except (OSError, UnicodeDecodeError) as err:
+        except (OSError, UnicodeDecodeError, ValueError) as err:
             self.yaml_gate.failed(f"unreadable or not YAML ({type(err).__name__}); ignored")
             return None
         import yaml  # only with a file to parse: the parser is 1.4 MiB of a resident process

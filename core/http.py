@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from socketserver import TCPServer
+from socketserver import BaseServer, TCPServer
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -398,10 +398,17 @@ class Server(HTTPServer):
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
         """Serve until `shutdown()`: the intake accepts and the workers answer, so this loop
-        only runs `service_actions()` (the watchdog ping) every `poll_interval`."""
+        only runs `service_actions()` (the watchdog ping) every `poll_interval`; with the
+        do-nothing one socketserver has, it only waits (an idle listener wakes nobody)."""
         self._stopped.clear()
         self._stop.clear()
+        idle = (
+            "service_actions" not in self.__dict__
+            and type(self).service_actions is BaseServer.service_actions
+        )
         try:
+            if idle:
+                self._stop.wait()
             while not self._stop.wait(poll_interval):
                 self.service_actions()
         finally:
