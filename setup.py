@@ -33,6 +33,15 @@ CODEXSCAN = Extension(
     optional=True,
 )
 
+# The OpenCode reader's reader of a common message row in C (opencode._common after
+# orjson is the same in Python; tests/agents/test_opencode_paths.py fails when it is missing).
+OPENCODESCAN = Extension(
+    "agentwatch.sentinels.agent_ledger._opencodescan",
+    ["agentwatch/sentinels/agent_ledger/_opencodescan.c"],
+    extra_compile_args=["-O2"],
+    optional=True,
+)
+
 # The Gemini CLI reader's line picker in C (gemini.py has the same filter in Python; the
 # conformance tests fail when it is missing).
 GEMINISCAN = Extension(
@@ -42,4 +51,4 @@ GEMINISCAN = Extension(
     optional=True,
 )
 
-setup(packages=packages, ext_modules=[FASTLINE, CODEXSCAN, GEMINISCAN])
+setup(packages=packages, ext_modules=[FASTLINE, CODEXSCAN, OPENCODESCAN, GEMINISCAN])

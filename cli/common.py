@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentwatch.core import config, log
 from agentwatch.sentinels import registry
+
+if TYPE_CHECKING:  # argparse itself only when the command line needs it (cli/main.py)
+    import argparse
 
 
 def add_dirs(parser: argparse.ArgumentParser, state: bool = True) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentwatch.cli import common
 from agentwatch.core import config
+
+if TYPE_CHECKING:  # argparse itself only when the command line needs it (cli/main.py)
+    import argparse
 
 
 def add(commands: argparse._SubParsersAction) -> None:

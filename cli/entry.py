@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     from agentwatch.core import lazy_prometheus
 
     lazy_prometheus.install()  # a sentinel or the controller never loads its HTTP parts
+    lazy_prometheus.defer("inspect")  # dataclasses' import, for undocumented classes only
+    lazy_prometheus.defer("ssl")  # http.client's import; a listener loads it for TLS only
     from agentwatch.cli.main import main as full
 
     return full(args)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,6 +11,8 @@ from agentwatch.core import config
 from agentwatch.sentinels import registry
 
 if TYPE_CHECKING:  # every command builds the parser: the exporter loads only when it runs
+    import argparse
+
     from agentwatch.exporter.collector import SpoolCollector
     from agentwatch.exporter.remote import Endpoints
 

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import importlib
+import io
 import os
 import signal
 import subprocess
@@ -28,16 +30,19 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from agentwatch.core.process import die_with_parent
+
+if TYPE_CHECKING:
+    from agentwatch.core.config import Config
 
 # What runs in a fork: `python -m NAME`, for each NAME here, is `main(args)` of the module
 # it maps to.
 ENTRIES = {
     "agentwatch.cli": "agentwatch.cli.entry",
-    "agentwatch.demo.webhook_sink": "agentwatch.demo.webhook_sink",
 }
 PR_SET_NAME = 15
 
@@ -53,8 +58,6 @@ def entry_of(argv: list[str]) -> tuple[str, list[str]] | None:
 def preload(modules: Iterable[str]) -> None:
     """Import what the children will run, then keep every object alive now out of the
     collector's passes, so the children's pages stay shared."""
-    import gc
-
     for name in modules:
         try:
             importlib.import_module(name)
@@ -111,11 +114,14 @@ def start(
     env: Mapping[str, str],
     log: Path,
     to_terminal: bool = False,
+    prepared: Callable[[], int] | None = None,
 ) -> Forked:
-    """Fork; in the child run `module.main(args)` with its output in `log` (stdout on the
-    terminal instead when `to_terminal`), and exit with its status."""
+    """Fork; in the child run `module.main(args)` (or `prepared`, what `prepare` made of
+    them) with its output in `log` (stdout on the terminal instead when `to_terminal`), and
+    exit with its status."""
     sys.stdout.flush()
     sys.stderr.flush()
+    gc.freeze()  # what was made since (`prepared`'s config, say) stays shared too
     log_fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
     parent = os.getpid()
     pid = os.fork()
@@ -125,7 +131,7 @@ def start(
     code = 1
     try:
         _become_child(name, env, log_fd, to_terminal, parent)
-        code = _run(module, args)
+        code = _run(module, args, prepared)
     except BaseException:  # anything must end here, never in `up`'s stack
         traceback.print_exc()
     finally:
@@ -153,10 +159,10 @@ def _become_child(
     die_with_parent(signal.SIGTERM, parent)
 
 
-def _run(module: str, args: list[str]) -> int:
+def _run(module: str, args: list[str], prepared: Callable[[], int] | None = None) -> int:
     sys.argv = [module, *args]  # as `python -m` would show it
     try:
-        code = importlib.import_module(module).main(args)
+        code = prepared() if prepared else importlib.import_module(module).main(args)
     except SystemExit as done:
         code = done.code
     if code is None:
@@ -165,6 +171,73 @@ def _run(module: str, args: list[str]) -> int:
         return code
     print(code, file=sys.stderr)
     return 1
+
+
+def prepare(module: str, args: list[str], env: Mapping[str, str]) -> Callable[[], int] | None:
+    """`python -m agentwatch.cli ARGS` with its command line parsed and its config loaded
+    here, before the fork, under the child's environment: what the child then runs.
+
+    Why: building the parser and loading the config in each child wrote to pages spread all
+    over the modules `up` shares (about 2 MiB of copies apiece); done once here, the children
+    share the result. None (the child parses and loads for itself, and says what is wrong
+    in its own log) for another module, a command without a config, or any problem."""
+    if module != ENTRIES["agentwatch.cli"]:
+        return None
+    from agentwatch.cli import main as cli
+    from agentwatch.cli.entry import FAST
+    from agentwatch.core import config, log
+
+    command = cli.command_in(args)
+    if command is None or command in FAST or command not in cli.WITH_CONFIG:
+        return None
+    quiet = io.StringIO()
+    try:
+        with _environ(env), contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+            parsed = cli.build_parser(command).parse_args(args)
+            cfg = _config(parsed.config, env)
+    except (SystemExit, config.ConfigError, OSError, ValueError):
+        return None
+    target = importlib.import_module(f"agentwatch.cli.{cli.COMMANDS[command]}")
+    level = parsed.log_level or cfg["log_level"]
+
+    def run() -> int:  # cli.main's last steps: logging as common.load sets it, then the command
+        log.setup(level)
+        return int(target.run(parsed, cfg))
+
+    return run
+
+
+_CONFIGS: dict[tuple[Any, ...], Config] = {}
+
+
+def _config(path: Path | None, env: Mapping[str, str]) -> Config:
+    """The config as the children load it, once for every child of the same file (as it is
+    now) and environment."""
+    from agentwatch.sentinels import registry
+
+    stat = path.stat() if path is not None else None
+    key = (str(path), stat and (stat.st_mtime_ns, stat.st_size), tuple(sorted(env.items())))
+    if key not in _CONFIGS:
+        _CONFIGS.clear()
+        _CONFIGS[key] = registry.load_config(path)
+    return _CONFIGS[key]
+
+
+@contextlib.contextmanager
+def _environ(env: Mapping[str, str]) -> Iterator[None]:
+    """`env` as this process's environment for a while (`up` has one thread: nothing else
+    reads it meanwhile)."""
+    saved = dict(os.environ)
+    if saved == dict(env):
+        yield
+        return
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 COMMON = ("agentwatch.cli.main", "agentwatch.cli.common", "agentwatch.core.loop")

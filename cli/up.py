@@ -1,7 +1,8 @@
 """`agentwatch up`: the whole set in the foreground, for a quick start and the demo.
 
 Each component runs as its own child process (as under systemd), supervised here: a child
-that dies is reported and restarted; Ctrl-C stops them all cleanly.
+that dies is reported and restarted; Ctrl-C stops them all cleanly. The stack's webhook sink
+alone is served by `up`'s own loop (cli/up_sink.py), not a process of its own.
 """
 
 from __future__ import annotations
@@ -19,7 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentwatch.cli import common, demo_story, forked, locate, loopback, remote_write, stack
+from agentwatch.cli import (
+    common,
+    demo_story,
+    forked,
+    locate,
+    loopback,
+    remote_write,
+    stack,
+    up_sink,
+)
 from agentwatch.cli.exporter import spool_collector
 from agentwatch.controller import report
 from agentwatch.core import claude, config, paths, run_budget, single
@@ -57,6 +67,7 @@ STATUS_EVERY = 10.0
 SIGNALS = ("AgentwatchWatchdog", "AgentwatchErrorRatioLow")  # firing is their normal state
 STORY_EVERY = 2.0  # the demo's loop steps are looked for this often
 RESTART_DELAY = 2.0
+SINK = "webhook-sink"  # served in `up`'s own loop, named among the children it stands for
 LOOP_EVERY = 1.0  # how often children are checked (and how long a stop request can wait)
 LOCK_FILE = locate.UP_LOCK  # in the state folder: one `up` per state folder
 
@@ -120,8 +131,9 @@ class Child:
         entry = forked.entry_of(self.argv)
         if entry is not None and forked.can_fork():  # shares the modules `up` imported
             module, args = entry
+            prepared = forked.prepare(module, args, self.env)
             self.process = forked.start(
-                self.name, module, args, self.env, self.log_path, self.to_terminal
+                self.name, module, args, self.env, self.log_path, self.to_terminal, prepared
             )
             return
         handle = self.log_path.open("ab")
@@ -318,10 +330,7 @@ def plan(args: argparse.Namespace, cfg: config.Config, layout: Layout) -> list[C
     if layout.stack:
         found = stack.binaries()
         files = stack.write_configs(cfg, state, listen)
-        children += [
-            Child("webhook-sink", [sys.executable, "-m", "agentwatch.demo.webhook_sink",
-                                   "--listen", cfg["stack"]["webhook_listen"],
-                                   "--out", str(files.alerts_log)], env, to_terminal=True),
+        children += [  # the webhook sink is served by `up` itself (cli/up_sink.py)
             Child("alertmanager", stack.alertmanager_argv(str(found["alertmanager"]), cfg, files),
                   env),
             Child("prometheus", stack.prometheus_argv(str(found["prometheus"]), cfg, files), env),
@@ -527,11 +536,16 @@ def _run_locked(args: argparse.Namespace, cfg: config.Config, state: Path, spool
     for child in children:
         child.log_path = logs / f"{child.name}.log"
         child.start()
+    sink = SinkKeeper(cfg["stack"]["webhook_listen"], state / "stack" / "alerts.jsonl") \
+        if layout.stack else None  # fmt: skip
+    names = [child.name for child in children]
+    if sink is not None:
+        names.insert(names.index("alertmanager"), SINK)
     listen = args.listen or cfg["exporter"]["listen"]
     stack_cfg = cfg["stack"]
     sentinel_state = state / "demo" if layout.demo else state
     prometheus = stack.prometheus_ui(stack_cfg["prometheus_listen"]) if layout.stack else ""
-    print(f"agentwatch is running ({', '.join(c.name for c in children)}).")
+    print(f"agentwatch is running ({', '.join(names)}).")
     print(f"  metrics:      http://{listen}/metrics   (overview: http://{listen}/)")
     if layout.stack:
         print(f"  prometheus:   {prometheus}alerts")
@@ -586,11 +600,53 @@ def _run_locked(args: argparse.Namespace, cfg: config.Config, state: Path, spool
                     parts.append(_decision_line(sentinel_state / "controller.json"))
                 print(time.strftime("%H:%M:%S"), " | ".join(parts), flush=True)
                 next_status = now + STATUS_EVERY
-            time.sleep(LOOP_EVERY)
+            if sink is not None:
+                sink.wait(LOOP_EVERY)
+            else:
+                time.sleep(LOOP_EVERY)
     finally:
         _stop_all(children)
+        if sink is not None:
+            sink.close()
     print("agentwatch stopped.")
     return 0
+
+
+class SinkKeeper:
+    """The webhook sink in `up`'s loop: bound when it can be (a port in use is said once,
+    then tried again every RESTART_DELAY seconds), else the loop just sleeps."""
+
+    def __init__(self, listen: str, out: Path):
+        self.listen, self.out = listen, out
+        self.sink: up_sink.Sink | None = None
+        self.failed = ""
+        self.next_try = 0.0
+        self._bind()
+
+    def _bind(self) -> None:
+        try:
+            self.sink = up_sink.Sink(self.listen, self.out)
+        except (OSError, ValueError) as err:
+            if str(err) != self.failed:
+                print(f"{SINK}: cannot listen on {self.listen}: {err}; trying again", flush=True)
+            self.failed = str(err)
+            self.next_try = time.monotonic() + RESTART_DELAY
+            return
+        if self.failed:
+            print(f"{SINK}: listening on {self.listen}", flush=True)
+        self.failed = ""
+
+    def wait(self, timeout: float) -> None:
+        if self.sink is None and time.monotonic() >= self.next_try:
+            self._bind()
+        if self.sink is None:
+            time.sleep(timeout)
+        else:
+            self.sink.wait(timeout)
+
+    def close(self) -> None:
+        if self.sink is not None:
+            self.sink.close()
 
 
 def _supervise(child: Child, now: float) -> None:

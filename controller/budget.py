@@ -159,22 +159,27 @@ class BudgetResolver:
         return _settle(self.file_gate, first_positive([(k, raw.get(k)) for k in RUN_CONFIG_KEYS]))
 
     def _from_bernstein_config(self) -> float | None:
-        import yaml
-
-        from agentwatch.core import yamlsafe
-
         path = self.bernstein_config_file
         if path is None:
             return None
         try:
-            raw: Any = yamlsafe.load(read_text(path, CONFIG_LIMIT))
+            text = read_text(path, CONFIG_LIMIT)
         except FileNotFoundError:
             self.yaml_gate.succeeded()
             return None
         except FileRefused as err:
             self.yaml_gate.failed(f"refused ({err.reason}); ignored")
             return None
-        except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError) as err:
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            self.yaml_gate.failed(f"unreadable or not YAML ({type(err).__name__}); ignored")
+            return None
+        import yaml  # only with a file to parse: the parser is 1.4 MiB of a resident process
+
+        from agentwatch.core import yamlsafe
+
+        try:
+            raw: Any = yamlsafe.load(text)
+        except (yaml.YAMLError, ValueError) as err:
             self.yaml_gate.failed(f"unreadable or not YAML ({type(err).__name__}); ignored")
             return None
         if not isinstance(raw, dict):

@@ -9,13 +9,12 @@ metrics. `--once` runs one cycle and exits 0 (the memory in the state file carri
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client.metrics_core import Metric
 
@@ -42,6 +41,9 @@ from agentwatch.core.loop import Loop, Outcome
 from agentwatch.core.team import controller_match
 
 NAME = spool_readers.CONTROLLER  # its loop, its spool file (`controller.prom`: mcp reads it)
+if TYPE_CHECKING:  # argparse itself only when the command line needs it (cli/main.py)
+    import argparse
+
 log = logging.getLogger("agentwatch.controller")
 
 

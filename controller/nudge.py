@@ -52,6 +52,8 @@ class TmuxError(Exception):
 
 @dataclass(frozen=True)
 class PaneInfo:
+    """A tmux pane the nudge may type into: its session and working folder."""
+
     session: str
     path: str
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,9 @@ from agentwatch.core import paths
 from agentwatch.core.sanitize import preview
 
 MAX_PROBLEM = 400  # characters of one problem line: a value is quoted by its preview only
+# Set by the commands that stay running (cli/main.py): a YAML file is parsed by a child
+# process (core/yaml_apart.py), so the parser is not loaded in theirs for good.
+YAML_APART = False
 
 
 class ConfigError(Exception):
@@ -667,6 +671,19 @@ def read_raw(path: Path) -> Any:
     text = _read_text(path)
     if path.suffix == ".json":
         return _parse_json(path, text)
+    if YAML_APART and "yaml" not in sys.modules:
+        from agentwatch.core import yaml_apart
+
+        answer = yaml_apart.parse(path, text)
+        if answer is not yaml_apart.PARSE_HERE:
+            if "problems" in answer:
+                raise ConfigError([str(problem) for problem in answer["problems"]])
+            return answer["raw"]
+    return parse_yaml(path, text)
+
+
+def parse_yaml(path: Path, text: str) -> Any:
+    """The YAML text of the config file `path`; ConfigError when invalid or over a limit."""
     import yaml
 
     from agentwatch.core import yamlsafe

@@ -16,15 +16,18 @@ import queue
 import selectors
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from socketserver import TCPServer
+from socketserver import BaseServer, TCPServer
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from agentwatch.core import lazy_prometheus
 from agentwatch.core.listen import parse_listen
 
 if TYPE_CHECKING:
@@ -211,7 +214,7 @@ class _Intake(threading.Thread):
                     sock = self.server.tls_context.wrap_socket(
                         sock, server_side=True, do_handshake_on_connect=False
                     )
-            except (ssl.SSLError, OSError):
+            except OSError:  # ssl.SSLError is one
                 self.server.stats.drop("tls_handshake")
                 self.server.close_connection(sock)
                 continue
@@ -243,13 +246,13 @@ class _Intake(threading.Thread):
                     )  # fmt: skip
                     self._close(item)
                     return
-        except ssl.SSLWantReadError:
-            self.selector.modify(item.sock, selectors.EVENT_READ, item)
-        except ssl.SSLWantWriteError:
-            self.selector.modify(item.sock, selectors.EVENT_WRITE, item)
         except BlockingIOError:
             pass
-        except (ssl.SSLError, OSError) as err:
+        except OSError as err:  # ssl.SSLError is one
+            wants = _tls_wants(err)
+            if wants is not None:
+                self.selector.modify(item.sock, wants, item)
+                return
             if item.handshaking:
                 self.server.stats.drop("tls_handshake")
                 log.debug("TLS handshake with %s failed: %s", item.address[0], err)
@@ -302,7 +305,31 @@ class ListenError(OSError):
 
 
 # A client gone before its answer was written: its problem, not a traceback of ours.
-DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, ssl.SSLEOFError)
+DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
+
+
+def _loaded_ssl() -> ModuleType | None:
+    """ssl once something loaded it (a TLS context). A listener without TLS never does: the
+    entry defers it (core/lazy_prometheus.py, 1.3 MiB of private memory), and without a
+    context no TLS error can be raised, so none is looked for."""
+    module = sys.modules.get("ssl")
+    return module if module is not None and lazy_prometheus.is_loaded(module) else None
+
+
+def _tls_wants(err: OSError) -> int | None:
+    """The selector event a non-blocking TLS socket waits for, None for a real error."""
+    module = _loaded_ssl()
+    if module is not None and isinstance(err, module.SSLWantReadError):
+        return selectors.EVENT_READ
+    if module is not None and isinstance(err, module.SSLWantWriteError):
+        return selectors.EVENT_WRITE
+    return None
+
+
+def disconnects() -> tuple[type[BaseException], ...]:
+    """DISCONNECTS, and TLS's EOF when ssl is loaded."""
+    module = _loaded_ssl()
+    return DISCONNECTS if module is None else (*DISCONNECTS, module.SSLEOFError)
 
 
 class Server(HTTPServer):
@@ -371,10 +398,17 @@ class Server(HTTPServer):
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
         """Serve until `shutdown()`: the intake accepts and the workers answer, so this loop
-        only runs `service_actions()` (the watchdog ping) every `poll_interval`."""
+        only runs `service_actions()` (the watchdog ping) every `poll_interval`; with the
+        do-nothing one socketserver has, it only waits (an idle listener wakes nobody)."""
         self._stopped.clear()
         self._stop.clear()
+        idle = (
+            "service_actions" not in self.__dict__
+            and type(self).service_actions is BaseServer.service_actions
+        )
         try:
+            if idle:
+                self._stop.wait()
             while not self._stop.wait(poll_interval):
                 self.service_actions()
         finally:
@@ -423,7 +457,7 @@ class Server(HTTPServer):
             sock, address, head = job
             try:
                 self.RequestHandlerClass(_Connection(sock, head), address, self)  # type: ignore[arg-type]
-            except DISCONNECTS:
+            except disconnects():
                 self.stats.disconnect()
                 self.quiet.event(
                     "disconnect", "a client disconnected before its answer was sent "

@@ -7,7 +7,13 @@ every sentinel, though a sentinel only builds metric families and writes a textf
 `sys.modules` with its `__path__` but without running its `__init__`, so its submodules
 (`metrics_core`, `utils`, `parser`) load on their own; the first attribute asked of the
 package itself (`from prometheus_client import generate_latest`) runs the `__init__` then,
-into the same module object (PEP 562 `__getattr__`), so nothing behaves differently."""
+into the same module object (PEP 562 `__getattr__`), so nothing behaves differently.
+
+`defer(name)` does the same for any module: the standard library's `inspect` (with `ast`,
+`dis` and `tokenize`, 0.8 MiB in every process) is imported by `dataclasses` only to write a
+docstring for a dataclass declared without one, so in a process whose dataclasses all have
+one it is never loaded. (importlib.util.LazyLoader cannot do this on Python 3.11: the import
+statement itself reads the module's `__spec__`, which loads it.)"""
 
 from __future__ import annotations
 
@@ -20,27 +26,32 @@ NAME = "prometheus_client"
 
 def install() -> None:
     """Make `prometheus_client` lazy in this process; a no-op once it is imported."""
-    if NAME in sys.modules:
+    defer(NAME)
+
+
+def defer(name: str) -> None:
+    """Make the module `name` load on the first attribute asked of it; a no-op once imported."""
+    if name in sys.modules:
         return
-    spec = importlib.util.find_spec(NAME)
+    spec = importlib.util.find_spec(name)
     if spec is None or spec.loader is None:
         return  # not installed: the import that needs it will say so
     package = importlib.util.module_from_spec(spec)
     loader = spec.loader
 
-    def load_on_demand(name: str) -> object:
+    def load_on_demand(attribute: str) -> object:
         del package.__dict__["__getattr__"]
-        loader.exec_module(package)  # the real __init__, into this module object
+        loader.exec_module(package)  # the real module, into this module object
         try:
-            return package.__dict__[name]
+            return package.__dict__[attribute]
         except KeyError:
-            raise AttributeError(f"module {NAME!r} has no attribute {name!r}") from None
+            raise AttributeError(f"module {name!r} has no attribute {attribute!r}") from None
 
     package.__dict__["__getattr__"] = load_on_demand
-    sys.modules[NAME] = package
+    sys.modules[name] = package
 
 
-def is_loaded(module: ModuleType | None = None) -> bool:
-    """Whether the package's `__init__` has run (tests and the memory benchmark ask)."""
-    package = module or sys.modules.get(NAME)
+def is_loaded(module: ModuleType | None = None, name: str = NAME) -> bool:
+    """Whether the package's `__init__` (a deferred module's code) has run (tests ask)."""
+    package = module or sys.modules.get(name)
     return package is not None and "__getattr__" not in package.__dict__

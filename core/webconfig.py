@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 import logging
 import os
 import ssl
@@ -23,22 +21,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import bcrypt
-
 from agentwatch.core import bounded, secretfiles
 from agentwatch.core.sanitize import preview
 
 log = logging.getLogger("agentwatch.webconfig")
 
+# The names of ssl's constants, not the constants: a listener without TLS never loads ssl
+# (cli/entry.py defers it; 1.3 MiB of private memory), nor bcrypt, hmac and hashlib without
+# basic auth users (imported where used).
 CLIENT_AUTH = {
-    "NoClientCert": ssl.CERT_NONE,
-    "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
-    "RequireAndVerifyClientCert": ssl.CERT_REQUIRED,
+    "NoClientCert": "CERT_NONE",
+    "VerifyClientCertIfGiven": "CERT_OPTIONAL",
+    "RequireAndVerifyClientCert": "CERT_REQUIRED",
 }
-TLS_VERSIONS = {
-    "TLS12": ssl.TLSVersion.TLSv1_2,
-    "TLS13": ssl.TLSVersion.TLSv1_3,
-}
+TLS_VERSIONS = {"TLS12": "TLSv1_2", "TLS13": "TLSv1_3"}
 # Keys of the exporter-toolkit format we know but do not implement: named, not ignored.
 UNSUPPORTED = {
     "tls_server_config": (
@@ -68,6 +64,8 @@ class WebConfigError(ValueError):
 
 @dataclass(frozen=True)
 class TlsSettings:
+    """The tls_server_config section: certificate, key and client verification."""
+
     cert_file: Path
     key_file: Path
     client_auth_type: str = "NoClientCert"
@@ -215,16 +213,16 @@ def _is_bcrypt(text: str) -> bool:
 def context_of(tls: TlsSettings) -> ssl.SSLContext:
     """The server TLS context; WebConfigError when the certificate or key cannot be loaded."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.minimum_version = TLS_VERSIONS[tls.min_version]
+    context.minimum_version = ssl.TLSVersion[TLS_VERSIONS[tls.min_version]]
     if tls.max_version is not None:
-        context.maximum_version = TLS_VERSIONS[tls.max_version]
+        context.maximum_version = ssl.TLSVersion[TLS_VERSIONS[tls.max_version]]
     try:
         context.load_cert_chain(tls.cert_file, tls.key_file)
     except (ssl.SSLError, OSError) as err:
         raise WebConfigError(
             f"tls_server_config: cannot load {tls.cert_file} with {tls.key_file}: {err}"
         ) from None
-    context.verify_mode = CLIENT_AUTH[tls.client_auth_type]
+    context.verify_mode = ssl.VerifyMode[CLIENT_AUTH[tls.client_auth_type]]
     if tls.client_ca_file is not None:
         try:
             context.load_verify_locations(cafile=tls.client_ca_file)
@@ -334,6 +332,11 @@ class Authenticator:
         credentials = _basic_credentials(header)
         if credentials is None:
             return MISSING
+        import hashlib
+        import hmac
+
+        import bcrypt
+
         user, password = credentials
         hashed = self.users.get(user)
         digest = hmac.new(self._key, user.encode() + b"\0" + password, hashlib.sha256).digest()
@@ -358,6 +361,8 @@ class Authenticator:
 def _dummy_hash(hashes: Iterable[bytes]) -> bytes:
     """A bcrypt hash of a random password at the users' most common cost (ties: the
     highest): an unknown user costs what a known one does."""
+    import bcrypt
+
     costs = Counter(int(hashed[4:6]) for hashed in hashes if hashed[4:6].isdigit())
     cost = max(costs, key=lambda c: (costs[c], c)) if costs else 10
     return bcrypt.hashpw(os.urandom(16).hex().encode(), bcrypt.gensalt(rounds=cost))
@@ -401,4 +406,6 @@ def hash_password(password: bytes, cost: int = 10) -> str:
     """A bcrypt hash for basic_auth_users (the cost Prometheus' docs use)."""
     if len(password) > 72:
         raise ValueError("bcrypt uses at most 72 bytes of a password; choose a shorter one")
+    import bcrypt
+
     return bcrypt.hashpw(password, bcrypt.gensalt(rounds=cost)).decode("ascii")

@@ -19,6 +19,7 @@ from typing import Any
 from agentwatch.core.http import Handler, make_server
 
 MAX_BODY = 1 << 20
+GREETING = "agentwatch webhook sink: POST Alertmanager webhooks here\n"
 
 
 def describe(alert: dict[str, Any], status: str) -> str:
@@ -45,6 +46,25 @@ def describe(alert: dict[str, Any], status: str) -> str:
     return " ".join(parts)
 
 
+def receive(body: bytes, out: Path) -> tuple[int, str]:
+    """One webhook body: appended to `out` and printed, (200, "ok"); else (400, why)."""
+    if not 0 < len(body) <= MAX_BODY:
+        return 400, "expected a JSON body up to 1 MiB\n"
+    try:
+        payload = json.loads(body)
+        alerts = payload["alerts"]
+        status = str(payload.get("status", ""))
+        lines = [describe(alert, status) for alert in alerts]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return 400, "not an Alertmanager webhook payload\n"
+    with out.open("a", encoding="utf-8") as handle:
+        record = {"received_at": time.time(), "payload": payload}
+        handle.write(json.dumps(record, separators=(",", ":")) + "\n")
+    for line in lines:
+        print(time.strftime("%H:%M:%S"), line, flush=True)
+    return 200, "ok\n"
+
+
 def make_handler(out: Path, lock: threading.Lock) -> type[Handler]:
     class SinkHandler(Handler):
         def do_POST(self) -> None:
@@ -52,23 +72,13 @@ def make_handler(out: Path, lock: threading.Lock) -> type[Handler]:
             if length <= 0 or length > MAX_BODY:
                 self.send_text(400, "expected a JSON body up to 1 MiB\n")
                 return
-            try:
-                payload = json.loads(self.rfile.read(length))
-                alerts = payload["alerts"]
-                status = str(payload.get("status", ""))
-            except (ValueError, KeyError, TypeError):
-                self.send_text(400, "not an Alertmanager webhook payload\n")
-                return
+            body = self.rfile.read(length)
             with lock:
-                with out.open("a", encoding="utf-8") as handle:
-                    record = {"received_at": time.time(), "payload": payload}
-                    handle.write(json.dumps(record, separators=(",", ":")) + "\n")
-                for alert in alerts:
-                    print(time.strftime("%H:%M:%S"), describe(alert, status), flush=True)
-            self.send_text(200, "ok\n")
+                code, text = receive(body, out)
+            self.send_text(code, text)
 
         def do_GET(self) -> None:
-            self.send_text(200, "agentwatch webhook sink: POST Alertmanager webhooks here\n")
+            self.send_text(200, GREETING)
 
     return SinkHandler
 

@@ -37,6 +37,8 @@ class Quota:
 
 @dataclass
 class Session:
+    """One session's row on the front page."""
+
     agent: str
     project: str
     session: str
@@ -50,6 +52,8 @@ class Session:
 
 @dataclass
 class Overview:
+    """What the front page shows, read from the spool at one moment."""
+
     now: float
     spend: dict[str, dict[str, float]]  # agent -> period -> USD
     run_started: float | None

@@ -45,6 +45,8 @@ class Endpoints:
 
 @dataclass
 class Alert:
+    """One firing alert as the front page lists it."""
+
     name: str
     severity: str
     summary: str
@@ -62,6 +64,8 @@ class Reading:
 
 @dataclass
 class Remote:
+    """What the front page read from Alertmanager and the controller."""
+
     endpoints: Endpoints = field(default_factory=Endpoints)
     alerts: list[Alert] = field(default_factory=list)
     silenced: int = 0

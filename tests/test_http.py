@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -51,3 +53,37 @@ def test_a_listener_binds_ipv6_loopback() -> None:
             assert reply.headers["Content-Type"] == "text/plain; charset=utf-8"
     finally:
         server.server_close()
+
+
+def _switches(thread: threading.Thread) -> int:
+    """How many times the kernel has put this thread to sleep and woken it (Linux)."""
+    status = Path(f"/proc/self/task/{thread.native_id}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines()
+                    if line.startswith("voluntary_ctxt_switches")))  # fmt: skip
+
+
+@pytest.mark.parametrize("with_actions", [False, True])
+def test_serve_forever_wakes_only_for_its_service_actions(with_actions: bool) -> None:
+    """The loop a listener's thread runs (the otel receiver's, the controller's /throttle)
+    sleeps until shutdown when it has nothing to do between requests: no wake-ups twice a
+    second at rest; with service actions (the exporter's watchdog) it runs them each poll."""
+    server = make_server("127.0.0.1:0", Handler)
+    ran: list[float] = []
+    if with_actions:
+        server.service_actions = lambda: ran.append(time.monotonic())  # type: ignore[method-assign]
+    thread = threading.Thread(target=server.serve_forever, args=(0.1,), daemon=True)
+    try:
+        thread.start()
+        time.sleep(0.2)  # into its wait
+        before = _switches(thread)
+        time.sleep(1.0)
+        woke = _switches(thread) - before
+        if with_actions:
+            assert len(ran) >= 3 and woke >= 3
+        else:
+            assert woke == 0 and not ran
+    finally:
+        server.shutdown()
+        thread.join(10)
+        server.server_close()
+    assert not thread.is_alive()

@@ -64,6 +64,8 @@ def files(root: Path) -> list[Path]:
 
 @dataclass(slots=True)
 class _Tokens:
+    """One Codebuff message's model, credits and tokens."""
+
     model: str | None = None
     credits: float = 0.0
     input: int = 0

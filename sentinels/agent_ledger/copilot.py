@@ -169,6 +169,8 @@ def _session(attributes: dict[str, Any]) -> tuple[str, int] | None:
 
 @dataclass
 class _Candidate:
+    """A usage record found, before duplicates are dropped."""
+
     source: int
     trace: str | None
     response: str | None

@@ -143,6 +143,8 @@ class Batch:
 
 @dataclass
 class _Pending:
+    """What a batch adds before its commit: rows, counters, sessions and label values."""
+
     rows: dict[int, Row] = field(default_factory=dict)
     counters: dict[CounterKey, float] = field(default_factory=dict)
     sessions: dict[tuple[str, str], list] = field(default_factory=dict)

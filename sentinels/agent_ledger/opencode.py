@@ -522,16 +522,16 @@ def _common(
     _UNUSUAL and goes to `_entry`, so each rule has one implementation to test. `names`
     and `projects` keep what a model or provider string, and a cwd, become (a few
     distinct values in many rows)."""
-    tokens = message.get("tokens")
-    if type(tokens) is not dict:
-        return None
-    cache_block = tokens.get("cache")
-    if type(cache_block) is dict:
-        read, write = cache_block.get("read", 0), cache_block.get("write", 0)
-    else:
-        read = write = 0
-    fresh, output = tokens.get("input", 0), tokens.get("output", 0)
-    extra, total = tokens.get("reasoning", 0), tokens.get("total", 0)
+    try:  # the fields OpenCode always writes; any missing one goes to the rules
+        tokens = message["tokens"]
+        cache_block = tokens["cache"]
+        fresh, output, extra = tokens["input"], tokens["output"], tokens["reasoning"]
+        read, write = cache_block["read"], cache_block["write"]
+        model, provider = message["modelID"], message["providerID"]
+        created = message["time"]["created"]
+    except (KeyError, TypeError):
+        return _UNUSUAL
+    total = tokens.get("total", 0)
     if not (
         type(fresh) is int
         and type(output) is int
@@ -540,23 +540,33 @@ def _common(
         and type(extra) is int
         and type(total) is int
         and 0 <= (fresh | output | read | write | extra | total) <= _U64_MAX
+        and type(model) is str
+        and type(provider) is str
+        and type(created) is int
+        and 0 < created <= _MAX_TIMESTAMP_MS
     ):
         return _UNUSUAL
+    path = message.get("path")
+    cwd = path.get("cwd") if type(path) is dict else None
+    return _mapped(
+        fresh, output, extra, read, write, total, model, provider, created,
+        message.get("cost"), cwd if type(cwd) is str else None, ident, session, names,
+        projects,
+    )  # fmt: skip
+
+
+def _mapped(
+    fresh: int, output: int, extra: int, read: int, write: int, total: int, model: str,
+    provider: str, created: int, cost: Any, cwd: str | None, ident: str, session: str,
+    names: dict[str, str], projects: dict[str, str],
+) -> OpenCodeUsage | None:  # fmt: skip
+    """The common row's record from its checked values (what `_common` read, or what
+    `_opencodescan.common` read in C: the same tuple, so one tail maps both)."""
     missing = total - (fresh + output + read + write + extra)
     if missing > 0:
         output, extra = _beyond_parts(output, extra, missing)
     if fresh == output == read == write == extra == 0:
         return None
-    model, provider = message.get("modelID"), message.get("providerID")
-    time_block = message.get("time")
-    created = time_block.get("created") if type(time_block) is dict else None
-    if (
-        type(model) is not str
-        or type(provider) is not str
-        or type(created) is not int
-        or not 0 < created <= _MAX_TIMESTAMP_MS
-    ):
-        return _UNUSUAL
     model_name = names.get(model)
     if model_name is None:
         model_name = names[model] = sys.intern(model.strip())
@@ -565,9 +575,7 @@ def _common(
         provider_name = names[provider] = sys.intern(provider.strip())
     if not model_name or not provider_name:
         return None
-    path = message.get("path")
-    cwd = path.get("cwd") if type(path) is dict else None
-    if type(cwd) is str:
+    if cwd is not None:
         project = projects.get(cwd)
         if project is None:
             project = projects[cwd] = _folder_name(cwd)
@@ -575,8 +583,19 @@ def _common(
         project = ""
     return _usage(
         f"{AGENT}:{ident}", created / 1000, session, project, model_name, fresh, output,
-        read, write, _cost(message.get("cost")), provider_name, extra,
+        read, write, _cost(cost) if cost else None, provider_name, extra,
     )  # fmt: skip
+
+
+def _scan_py(data: bytes) -> tuple[Any, ...] | None:
+    """`_opencodescan.common`'s stand-in without the extension: every row takes orjson."""
+    return None
+
+
+try:  # built from _opencodescan.c with the package; without a compiler, orjson and Python
+    from agentwatch.sentinels.agent_ledger._opencodescan import common as _scan
+except ImportError:  # pragma: no cover - the tests build it
+    _scan = _scan_py
 
 
 def _by_rules(
@@ -609,6 +628,7 @@ def _read_database(db: Path, result: ReadResult, seen: set[str], ids: set[str]) 
         return
     entries = result.entries
     loads, dumps, decode_error = orjson.loads, orjson.dumps, orjson.JSONDecodeError
+    scan = _scan
     sessions: dict[bytes, str] = {}
     names: dict[str, str] = {}
     projects: dict[str, str] = {}
@@ -630,12 +650,16 @@ def _read_database(db: Path, result: ReadResult, seen: set[str], ids: set[str]) 
                             session_text = sessions[session] = sys.intern(session.decode())
                     except UnicodeDecodeError:
                         continue
-                    try:
-                        message = loads(data)
-                    except decode_error:
-                        message = None
-                    if type(message) is dict and dumps(message) == data:
-                        entry = _common(message, ident_text, session_text, names, projects)
+                    scanned = scan(data)
+                    if scanned is not None:
+                        entry = _mapped(*scanned, ident_text, session_text, names, projects)
+                    else:
+                        try:
+                            message = loads(data)
+                        except decode_error:
+                            message = None
+                        if type(message) is dict and dumps(message) == data:
+                            entry = _common(message, ident_text, session_text, names, projects)
                 if entry is _UNUSUAL:
                     entry, row_id = _by_rules(db, index, ident, session, data, result)
                 else:

@@ -151,6 +151,8 @@ _AMOUNTS = operator.itemgetter(T_IN, T_OUT, T_CR, T_CC, USD)
 
 @dataclass(slots=True)
 class FileState:
+    """A file as the store last committed it: its stamp and its rejects by reason."""
+
     stamp: Stamp
     rejects: dict[str, int]
 

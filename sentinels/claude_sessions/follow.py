@@ -44,6 +44,8 @@ class Found:
 
 @dataclass
 class Identity:
+    """Which file a position belongs to: inode and a hash of its first bytes."""
+
     inode: int = 0
     mark_length: int = 0  # how many of the file's first bytes `mark` hashes
     mark: str = ""
@@ -66,6 +68,8 @@ class Left:
 
 @dataclass
 class Position:
+    """How far a spool chain has been read, kept across restarts."""
+
     file: Identity  # inode 0: nothing read yet (start with the oldest file of the chain)
     offset: int = 0
     done: Identity | None = None  # the last file read to its end

@@ -86,6 +86,8 @@ def abnormal_end(reason: str) -> bool:
 
 @dataclass
 class Session:
+    """One Claude Code session as its hook events tell it."""
+
     project: str
     state: str
     since: float

@@ -37,6 +37,8 @@ def _time(value: Any) -> float | None:
 
 @dataclass(frozen=True)
 class Snapshot:
+    """The latest statusline reading of one session."""
+
     session: str
     project: str
     taken: float

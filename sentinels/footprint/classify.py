@@ -12,12 +12,15 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from agentwatch.core import bounded
 from agentwatch.core.sanitize import preview
+
+# Beside this module in the installed package (not importlib.resources: 1 MiB of private
+# memory in the resident sentinel for reading one file).
+SHIPPED = Path(__file__).with_name("signatures.json")
 
 IGNORE = "ignore"
 _KIND = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -167,9 +170,7 @@ def load(path: Path | None = None) -> Classifier:
         except UnicodeDecodeError:
             raise SignatureError(f"{path}: not UTF-8") from None
     else:
-        text = (resources.files("agentwatch.sentinels.footprint") / "signatures.json").read_text(
-            encoding="utf-8"
-        )
+        text = SHIPPED.read_text(encoding="utf-8")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:  # its message gives a position, never the text

@@ -56,6 +56,8 @@ SUPPRESSION_REASONS = (
 
 @dataclass(frozen=True)
 class Settings:
+    """The classifier's knobs (the sentinel's config keys)."""
+
     capture_rows: int = 45
     window_lines: int = 20
     settle_time: float = 20.0
@@ -73,6 +75,8 @@ class Observation:
 
 @dataclass(frozen=True)
 class Suppression:
+    """A pattern that held a stall back, and where it matched."""
+
     reason: str
     pattern: str
     line_from_end: int
@@ -80,6 +84,8 @@ class Suppression:
 
 @dataclass(frozen=True)
 class Candidate:
+    """A line that matched a stall pattern, before suppressions."""
+
     pattern: str
     state: str
     line: Line
@@ -88,6 +94,8 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Result:
+    """A pane tail's classification."""
+
     state: str
     pattern: str
     line_from_end: int | None

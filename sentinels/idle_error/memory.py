@@ -34,6 +34,8 @@ MAX_TIMESTAMP = 2.0**40
 
 @dataclass
 class Memory:
+    """What the sentinel remembers between cycles: panes and counters."""
+
     panes: dict[str, Observation] = field(default_factory=dict)
     fired: Counter[str] = field(default_factory=Counter)
     suppressed: Counter[str] = field(default_factory=Counter)

@@ -29,6 +29,8 @@ GONE = ("can't find pane", "can't find window", "can't find session", "no server
 
 @dataclass(frozen=True)
 class AgentPane:
+    """A tmux pane that runs an agent."""
+
     server: str | None  # None: the default server
     session: str
     pane: str  # tmux pane id, e.g. %3

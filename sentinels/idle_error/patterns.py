@@ -10,8 +10,12 @@ import json
 import re
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
+
+# Beside this module in the installed package (not importlib.resources: 1 MiB of private
+# memory in the resident sentinel for reading one file).
+SHIPPED = Path(__file__).with_name("patterns.json")
 
 STATES = (
     "working",
@@ -48,6 +52,8 @@ class Rule:
 
 @dataclass(frozen=True)
 class Patterns:
+    """The loaded pattern file: glyphs and rules by class."""
+
     lead_glyphs: frozenset[str]
     prompt_glyphs: frozenset[str]
     message_glyphs: frozenset[str]
@@ -166,5 +172,5 @@ def parse(data: Any) -> Patterns:
 @cache
 def shipped() -> Patterns:
     """The patterns shipped with the package (read once per process)."""
-    text = resources.files(__package__).joinpath("patterns.json").read_text(encoding="utf-8")
+    text = SHIPPED.read_text(encoding="utf-8")
     return parse(json.loads(text))

@@ -64,6 +64,8 @@ class Event:
 
 @dataclass
 class Batch:
+    """The points and events of one OTLP request."""
+
     points: list[Point] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     unsupported: int = 0  # metrics of a type agentwatch does not fold (gauge, histogram, ...)

@@ -77,6 +77,8 @@ class Names:
 
 @dataclass
 class Session:
+    """One session seen over OTLP, for the reconciliation with the ledger."""
+
     first_seen: float
     last_seen: float
     state: str = PENDING
@@ -89,6 +91,8 @@ class Session:
 
 @dataclass
 class Histogram:
+    """A cumulative histogram folded from OTLP points."""
+
     buckets: list[float]
     total: float = 0.0
     count: float = 0.0

@@ -17,6 +17,8 @@ WINDOWS = ("1m", "5m", "15m")
 
 @dataclass(frozen=True)
 class Host:
+    """The host's load, CPUs and memory at one reading."""
+
     load: tuple[float, float, float]
     cpus: int
     memory_total: int

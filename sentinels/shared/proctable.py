@@ -19,8 +19,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
-
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 INTERPRETERS = ("node", "nodejs", "bun", "deno", "python", "pypy")
@@ -40,6 +38,8 @@ class Args:
 
 @dataclass(slots=True)
 class Proc:
+    """One process of /proc, the fields the sentinels use."""
+
     pid: int
     ppid: int
     comm: str
@@ -173,15 +173,20 @@ class ProcTable:
 
 
 class PsutilTable(ProcTable):
-    """The same scan through psutil, for platforms without a Linux /proc (slower)."""
+    """The same scan through psutil, for platforms without a Linux /proc (slower). psutil is
+    imported here only: 1.5 MiB of private memory that a sentinel reading /proc never uses."""
 
     def __init__(self) -> None:
         super().__init__(root="")
+        import psutil
+
+        self.psutil = psutil
 
     def precise_rss(self, proc: Proc) -> int:
         return proc.rss
 
     def cwd(self, pid: int) -> str:
+        psutil = self.psutil
         try:
             return psutil.Process(pid).cwd()
         except psutil.AccessDenied as error:
@@ -193,6 +198,7 @@ class PsutilTable(ProcTable):
         started = time.monotonic()
         errors: Counter[str] = Counter()
         procs: dict[int, Proc] = {}
+        psutil = self.psutil
         boot = psutil.boot_time()
         for handle in psutil.process_iter():
             try:

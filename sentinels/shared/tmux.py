@@ -40,6 +40,8 @@ def run_tmux(
 
 @dataclass(frozen=True)
 class Pane:
+    """A tmux pane's session, window and pane id."""
+
     session: str
     window: str
     pane: str

@@ -46,6 +46,8 @@ def floor_hour(ms: int) -> int:
 
 @dataclass(slots=True)
 class Block:
+    """A 5-hour billing block and its tokens."""
+
     start_ms: int
     tokens: float
     end_ms: int = 0

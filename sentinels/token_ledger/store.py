@@ -85,6 +85,8 @@ CREATE TABLE IF NOT EXISTS buckets (
 
 @dataclass(slots=True)
 class ResponseRow:
+    """One API response's row in the ledger database."""
+
     msg: int
     req: int
     side: int

@@ -49,6 +49,8 @@ class Skim:
 
 @dataclass
 class ReadResult:
+    """What one read of a transcript's new bytes found."""
+
     candidates: list[tuple[int, bytes]]  # (offset of line start, raw line without newline)
     lines: int  # complete lines consumed
     end: int  # offset after the last complete line

@@ -103,6 +103,97 @@ def _odd_rows() -> Iterator[bytes]:
         compact.replace(b"0.0123", b"1e400", 1),
         compact.replace(b"0.0123", b"-0", 1),
         compact.replace(b"0.0123", b"1.0e-2", 1),
+        # what the C row reader must leave to orjson and the rules
+        compact.replace(b'"build"', b'"a\\"b"', 1),
+        compact.replace(b'"build"', b'"a\\/b\\n"', 1),
+        compact.replace(b'"build"', b'"\xc3\xa9"', 1),
+        *(
+            compact.replace(b'"build"', b'"a' + raw + b'b"', 1)
+            for raw in (
+                "\u00e9".encode(),
+                "\u20ac".encode(),
+                "\U0001f600".encode(),
+                "\U0010ffff".encode(),
+                b"\xc0\x80",
+                b"\xc1\xbf",
+                b"\xe0\x80\x80",
+                b"\xe0\x9f\xbf",
+                b"\xed\xa0\x80",
+                b"\xed\x9f\xbf",
+                b"\xf0\x80\x80\x80",
+                b"\xf4\x90\x80\x80",
+                b"\xf5\x80\x80\x80",
+                b"\x80",
+                b"\xbf",
+                b"\xc3",
+                b"\xe2\x82",
+                b"\xf0\x9f\x98",
+                b"\xc3\x28",
+                b"\xff",
+            )
+        ),
+        compact.replace(b'"mode":', '"mod\u00e9":'.encode(), 1),
+        compact.replace(b'"root":', '"r\u00e9":'.encode(), 1),
+        compact.replace(b'"/work', '"/w\u00e9'.encode(), 1),
+        compact[:-1] + b',"x":"\xc3\xa9"}',
+        compact[:-1] + b',"x":"\xc3"}',
+        compact.replace(b'"build"', b'"\x7f"', 1),
+        compact.replace(b'"mode":', b'"mo\\"de":', 1),
+        compact.replace(b'"claude-sonnet-4-5"', b'"claude\\/x"', 1),
+        compact.replace(b"0.0123", b"0.01230", 1),
+        compact.replace(b"0.0123", b"00.0123", 1),
+        compact.replace(b"0.0123", b".0123", 1),
+        compact.replace(b"0.0123", b"0.", 1),
+        compact.replace(b"0.0123", b"-0.0123", 1),
+        compact.replace(b"0.0123", b"123456789012345678901", 1),
+        compact.replace(b"0.0123", b"12345678901234567890", 1),
+        compact.replace(b"0.0123", b"0." + b"1" * 41, 1),
+        compact.replace(b"0.0123", b"0." + b"1" * 40, 1),
+        compact.replace(b"0.0123", b'{"x":1}', 1),
+        compact.replace(b"0.0123", b"true", 1),
+        compact.replace(b"0.0123", b"null", 1),
+        compact.replace(b'"build"', b"[" * 70 + b"]" * 70, 1),
+        compact.replace(b'"build"', b"[" * 60 + b"]" * 60, 1),
+        compact.replace(b'"build"', b'[1,{"a":[true,false,null,-1.5]}]', 1),
+        compact.replace(b'"build"', b'{"a":1,"a":2}', 1),
+        compact.replace(b'"build"', b"tru", 1),
+        compact.replace(b'"build"', b"[1,]", 1),
+        compact.replace(b'"build"', b'{"a":1,}', 1),
+        compact + b" ",
+        compact + b"x",
+        b" " + compact,
+        compact.replace(b'"read":', b'"read":1,"read":', 1),
+        compact.replace(b'"created":', b'"created":1,"created":', 1),
+        compact.replace(b'"cwd":', b'"cwd":"/a","cwd":', 1),
+        compact.replace(b'"cwd":', b'"root":"/b","cwd":', 1),
+        compact.replace(b'"path":', b'"path":{"cwd":"/a"},"path":', 1),
+        compact.replace(b'"cache":', b'"cache":{},"cache":', 1),
+        compact.replace(b'"reasoning":', b'"x":{"reasoning":1},"reasoning":', 1),
+        compact.replace(b'"input":', b'"in\\tput":3,"input":', 1),
+        compact.replace(b'"time":{', b'"time":{"x":[1,2],', 1),
+        compact.replace(b'"created":', b'"created":-', 1),
+        compact.replace(b'"input":', b'"input":-', 1),
+        compact.replace(b'"input":', b'"input":18446744073709551615,"x":', 1),
+        compact.replace(b'"input":', b'"input":18446744073709551616,"x":', 1),
+        compact.replace(b'"input":', b'"input":0,"x":', 1),
+        compact.replace(b'"input":', b'"input":01,"x":', 1),
+        compact.replace(b'"providerID":', b'"providerID":5,"x":', 1),
+        compact.replace(b'"providerID":"', b'"providerID":"  ', 1),
+        compact.replace(b'"modelID":"', b'"modelID":"","x":"', 1),
+        compact.replace(b'"created":', b'"created":253402300799000,"x":', 1),
+        compact.replace(b'"created":', b'"created":253402300799001,"x":', 1),
+        compact.replace(b'"created":', b'"created":0,"x":', 1),
+        compact.replace(b'"total":', b'"total":99999999,"x":', 1),
+        compact.replace(b'"total":', b'"x":', 1),
+        compact.replace(b'"cost":0.0123', b'"cost":7', 1),
+        compact.replace(b'"cost":0.0123', b'"cost":0', 1),
+        compact.replace(b'"cost":0.0123,', b"", 1),
+        compact.replace(b'"path":{', b'"path":{"x":1}', 1),
+        compact.replace(b'"path":{', b'"path":5,"y":{', 1),
+        compact.replace(b"{", b"{}", 1),
+        b"{}",
+        b"",
+        b"{",
     ]
     yield from edits
 
@@ -143,6 +234,13 @@ def _read(root: Path) -> ReadResult:
 def _as_rules(root: Path, monkeypatch: pytest.MonkeyPatch) -> ReadResult:
     with monkeypatch.context() as patch:
         patch.setattr(opencode, "_common", lambda *args: opencode._UNUSUAL)
+        patch.setattr(opencode, "_scan", opencode._scan_py)
+        return _read(root)
+
+
+def _without_c(root: Path, monkeypatch: pytest.MonkeyPatch) -> ReadResult:
+    with monkeypatch.context() as patch:
+        patch.setattr(opencode, "_scan", opencode._scan_py)
         return _read(root)
 
 
@@ -170,8 +268,8 @@ def _roots(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 def test_the_lean_path_reads_what_the_rules_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    lean_rows = 0
-    real_common = opencode._common
+    lean_rows = c_rows = 0
+    real_common, real_scan = opencode._common, opencode._scan
 
     def counting(*args: Any) -> Any:
         nonlocal lean_rows
@@ -179,14 +277,43 @@ def test_the_lean_path_reads_what_the_rules_read(
         lean_rows += found is not opencode._UNUSUAL
         return found
 
+    def scanning(data: bytes) -> Any:
+        nonlocal c_rows
+        found = real_scan(data)
+        c_rows += found is not None
+        return found
+
     for name, root in _roots(tmp_path):
         with monkeypatch.context() as patch:
-            patch.setattr(opencode, "_common", counting)
+            patch.setattr(opencode, "_scan", scanning)
             lean = _read(root)
+        with monkeypatch.context() as patch:  # orjson and _common, as without a compiler
+            patch.setattr(opencode, "_common", counting)
+            python = _without_c(root, monkeypatch)
         rules = _as_rules(root, monkeypatch)
         assert _fields(lean) == _fields(rules), name
         assert lean.rejects == rules.rejects, name
-    assert lean_rows > 1000  # the lean path did decide rows (not all sent to the rules)
+        assert _fields(python) == _fields(rules), name
+        assert python.rejects == rules.rejects, name
+    # each path decided rows (not all sent on to the next)
+    assert c_rows > 1000 and lean_rows > 1000
+
+
+def test_the_c_row_reader_is_built() -> None:
+    """setup builds it (setup.py, scripts/setup): without it the reader is 1.5x slower."""
+    assert opencode._scan is not opencode._scan_py
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"tokens":{"input":1,"output":2,"reasoning":0,"cache":{"read":0,"write":0}},'
+        b'"modelID":"m","providerID":"p","time":{"created":1700000000000}}',
+    ],
+)
+def test_the_c_row_reader_reads_a_plain_row(data: bytes) -> None:
+    found = opencode._scan(data)
+    assert found == (1, 2, 0, 0, 0, 0, "m", "p", 1700000000000, None, None)
 
 
 def test_odd_rows_reach_the_lean_path_and_are_still_counted_or_rejected(
