@@ -42,4 +42,13 @@ OPENCODESCAN = Extension(
     optional=True,
 )
 
-setup(packages=packages, ext_modules=[FASTLINE, CODEXSCAN, OPENCODESCAN])
+# The Gemini CLI reader's line picker in C (gemini.py has the same filter in Python; the
+# conformance tests fail when it is missing).
+GEMINISCAN = Extension(
+    "agentwatch.sentinels.agent_ledger._geminiscan",
+    ["agentwatch/sentinels/agent_ledger/_geminiscan.c"],
+    extra_compile_args=["-O2"],
+    optional=True,
+)
+
+setup(packages=packages, ext_modules=[FASTLINE, CODEXSCAN, OPENCODESCAN, GEMINISCAN])

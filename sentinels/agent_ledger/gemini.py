@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import EllipsisType
 from typing import Any
 
 import orjson
@@ -259,17 +260,32 @@ def _clock_ms(clock: str) -> int | None:
     return None if hour > 23 or minute > 59 else (hour * 60 + minute) * 60_000
 
 
+def _utc_ms_py(value: object) -> int | EllipsisType | None:
+    """Epoch milliseconds of a str in _UTC_FORM, None when its date or time is not valid,
+    Ellipsis for anything else. _geminiscan.utc_ms is the same in C."""
+    if not isinstance(value, str) or _UTC_FORM.fullmatch(value) is None:
+        return ...
+    day, clock = _day_ms(value[:10]), _clock_ms(value[11:16])
+    millis = int(value[17:19] + value[20:23])  # seconds and their fraction
+    if day is None or clock is None or millis >= 60_000:
+        return None
+    return day + clock + millis
+
+
+try:  # built from _geminiscan.c with the package; without a compiler, the slices above
+    from agentwatch.sentinels.agent_ledger._geminiscan import utc_ms as _utc_ms
+except ImportError:  # pragma: no cover - the conformance tests require it
+    _utc_ms = _utc_ms_py
+
+
 def parse_timestamp(value: Any) -> int | None:
     """Epoch milliseconds of ccusage's strict RFC 3339 form: seconds, optional exactly three
     fraction digits, then Z or +HH:MM (at most 23:59); anything else is None."""
     if not isinstance(value, str):
         return None
-    if _UTC_FORM.fullmatch(value) is not None:
-        day, clock = _day_ms(value[:10]), _clock_ms(value[11:16])
-        millis = int(value[17:19] + value[20:23])  # seconds and their fraction
-        if day is None or clock is None or millis >= 60_000:
-            return None
-        return day + clock + millis
+    stamp = _utc_ms(value)  # Gemini CLI's own form, else the regex below
+    if stamp is not ...:
+        return stamp
     match = _STAMP.fullmatch(value)
     if match is None:
         return None
@@ -486,17 +502,34 @@ def _mtime_ms(path: Path) -> int:
         return 0
 
 
-def kept_keys(raws: list[bytes], values: list[Any]) -> bool:
+def kept_keys(raws: list[bytes], values: list[Any], quotes: int | None = None) -> bool:
     """Did orjson keep every key of these texts (none holding a \\u escape)? It keeps one of a
     repeated name without a word. Without \\u, each string is written with quotes that are
     `"` or `\\"` both in a text and in orjson's own text of its value, so orjson's text has
     as many `"` as the input only if no key (with its value) was dropped; and never more,
-    so equal sums over many texts mean equal counts in each."""
-    try:
-        written = orjson.dumps(values)
-    except TypeError:  # orjson.JSONEncodeError: nothing orjson.loads made should raise it
+    so equal sums over many texts mean equal counts in each. `quotes`: that sum, when the
+    caller counted it already."""
+    written = _quotes(values)
+    if written < 0:
         return False
-    return sum(map(bytes.count, raws, itertools.repeat(b'"'))) == written.count(b'"')
+    if quotes is None:
+        quotes = sum(map(bytes.count, raws, itertools.repeat(b'"')))
+    return quotes == written
+
+
+def _quotes_py(value: Any) -> int:
+    """The `"` in orjson's text of value, -1 when orjson cannot write it.
+    _geminiscan.quotes counts the same without writing the text."""
+    try:
+        return orjson.dumps(value).count(b'"')
+    except TypeError:  # orjson.JSONEncodeError: nothing orjson.loads made should raise it
+        return -1
+
+
+try:  # built from _geminiscan.c with the package; without a compiler, orjson.dumps
+    from agentwatch.sentinels.agent_ledger._geminiscan import quotes as _quotes
+except ImportError:  # pragma: no cover - the conformance tests require it
+    _quotes = _quotes_py
 
 
 def _load(text: str | None, raw: bytes) -> Any:
@@ -534,8 +567,11 @@ def _records(raw: bytes) -> list[Any]:
     line, then orjson over all of them, then one kept_keys); load_record decides a line
     orjson refuses, and every line of a file with a \\u escape or a repeated key."""
     escaped = b"\\" in raw and b"\\u" in raw
-    lines = raw.split(b"\n") if b"\r" not in raw else list(_lines(raw))
-    chosen = list(filter(_relevant(escaped).search, lines))
+    quotes: int | None = None  # the '"' in the lines chosen, counted by _pick
+    if b"\r" in raw:
+        chosen = list(filter(_relevant(escaped).search, _lines(raw)))
+    else:
+        chosen, quotes = _pick(raw, escaped)
     if escaped:
         return list(map(_load_or_bad, chosen))
     try:
@@ -547,7 +583,8 @@ def _records(raw: bytes) -> list[Any]:
             (line, value) for line, value in zip(chosen, values, strict=True) if value is not _BAD
         ]
         lines_read, read = [line for line, _ in pairs], [value for _, value in pairs]
-    if not kept_keys(lines_read, read):
+        quotes = None
+    if not kept_keys(lines_read, read, quotes):
         return list(map(_load_or_bad, chosen))
     if read is values:
         return values
@@ -555,6 +592,19 @@ def _records(raw: bytes) -> list[Any]:
         _load_or_bad(line) if value is _BAD else value
         for line, value in zip(chosen, values, strict=True)
     ]
+
+
+def _pick_py(raw: bytes, escaped: bool) -> tuple[list[bytes], int]:
+    """The lines of raw (split at \\n) that name one of _NEEDLES, and the number of `"` in
+    them. _geminiscan.pick is the same in C; this runs without it."""
+    chosen = list(filter(_relevant(escaped).search, raw.split(b"\n")))
+    return chosen, sum(map(bytes.count, chosen, itertools.repeat(b'"')))
+
+
+try:  # built from _geminiscan.c with the package; without a compiler, the regex in Python
+    from agentwatch.sentinels.agent_ledger._geminiscan import pick as _pick
+except ImportError:  # pragma: no cover - the conformance tests require it
+    _pick = _pick_py
 
 
 def _orjson_or_refused(line: bytes) -> Any:
@@ -565,7 +615,7 @@ def _orjson_or_refused(line: bytes) -> Any:
 
 
 def parse_json_file(
-    path: Path, text: str, raw: bytes, fallback: int, result: ReadResult
+    path: Path, text: str | None, raw: bytes, fallback: int, result: ReadResult
 ) -> list[Event]:
     """A whole-file session (older Gemini CLI) or a single record / stats object."""
     try:
@@ -628,7 +678,7 @@ def keep(events: list[Event], by_id: dict[str, int], name: str | None, event: Ev
 
 
 def parse_jsonl_file(
-    path: Path, text: str, raw: bytes, fallback: int, result: ReadResult
+    path: Path, text: str | None, raw: bytes, fallback: int, result: ReadResult
 ) -> list[Event]:
     """An append-only session: a message written again under its id replaces the earlier
     copy in place; lines without an id each count. A message's time is read only for the
@@ -696,7 +746,9 @@ def read_file(path: Path, result: ReadResult) -> None:
     """Append one file's responses to result; a file that cannot be read is one reject."""
     try:
         raw = path.read_bytes()
-        text = raw.decode("utf-8")
+        # UTF-8 checked here (an ASCII file is; isascii is many times faster than a decode);
+        # the text itself is only wanted when a line or file falls to the stdlib's parse
+        text = None if raw.isascii() else raw.decode("utf-8")
     except (OSError, UnicodeDecodeError):
         result.reject("unreadable")
         return

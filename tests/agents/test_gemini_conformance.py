@@ -172,7 +172,7 @@ RULES: dict[str, tuple[str, Callable[..., Any]]] = {
     "a total beyond the parts is output": ("count", _no_total),
     "only ccusage's timestamp form": ("parse_timestamp", _lenient_time),
     "a record field named twice drops the line": ("_may_repeat", lambda raw: False),
-    "orjson's value only when it dropped no key": ("kept_keys", lambda raws, values: True),
+    "orjson's value only when it dropped no key": ("kept_keys", lambda *args: True),
     "first spelling of a count wins": ("_first", lambda record, keys: 0),
     "the 200k tier": ("TIER_THRESHOLD", 10**12),  # type: ignore[dict-item]
     "a message written again replaces the earlier copy": ("keep", _append),
@@ -363,3 +363,144 @@ def test_entries_are_what_the_class_makes(edge: tuple[Path, Path, Rows]) -> None
         assert entry.cost_usd is None
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.input = 5  # type: ignore[misc]
+
+
+# Pieces of session lines for the line picker: every needle, cut needles, near misses,
+# quotes, backslashes (escaped or not), carriage returns and newlines.
+PICKER_PIECES = (
+    b'"gemini"', b'"stats"', b'"result"', b'"model"', b'"sessionId"', b'"session_id"',
+    b'"gemin', b'i"', b'"Gemini"', b'"models"', b'"session', b'_id"', b'Id"', b'"res',
+    b'ult"', b'"', b'""', b"\\", b"\\u", b"u", b"\\\\u", b"\\\"model\\\"", b"\n", b"\n",
+    b"\r", b" ", b"{", b"}", b":", b",", b'{"type": "user"}', b"0123456789abcdef",
+    b'"tokens": {"input": 1}', b"\xc3\xa9", b"\x00",
+)  # fmt: skip
+
+
+def test_the_c_line_picker_picks_what_the_regex_picks() -> None:
+    """_geminiscan.pick (C, SIMD) hands back exactly the lines _pick_py (split, then the
+    regex) does, with and without the \\u needle, for random lines of pieces: needles cut
+    at a line's or the file's end, next to a quote or a backslash, past 16-byte blocks. It
+    is built with the package: its absence fails here."""
+    from agentwatch.sentinels.agent_ledger._geminiscan import pick
+
+    assert gemini._pick is pick
+    rng = random.Random(29)
+    found = 0
+    for _ in range(20_000):
+        raw = b"".join(rng.choice(PICKER_PIECES) for _ in range(rng.randint(0, 60)))
+        for escaped in (False, True):
+            expected = gemini._pick_py(raw, escaped)
+            assert pick(raw, escaped) == expected, (raw, escaped)
+            assert expected[1] == sum(line.count(b'"') for line in expected[0])
+            found += len(expected[0])
+    assert found > 10_000  # the pieces do make lines that are picked
+    assert pick(b"", False) == ([], 0) and pick(b'"model"', True) == ([b'"model"'], 2)
+
+
+def test_a_file_not_utf8_is_unreadable_and_non_ascii_text_still_counts(tmp_path: Path) -> None:
+    """read_file checks UTF-8 only for a file with non-ASCII bytes (an ASCII file is UTF-8):
+    a session with one invalid byte, even on a line no rule reads, is still one `unreadable`
+    reject with nothing counted, as the whole-file decode made it; the same session with a
+    valid non-ASCII character there counts as the ASCII one does."""
+    path, lines = _session(tmp_path, 10)
+    whole = _keys([path])
+    assert whole and path.read_bytes().isascii()
+    for junk, unreadable in ((b"\xff", True), (b"\xc3(", True), ("é".encode(), False)):
+        path.write_bytes(b"\n".join(line.encode() for line in lines) + b"\n" + junk + b"\n")
+        result = gemini.read_files([path])
+        assert (result.rejects.get("unreadable", 0) == 1) is unreadable
+        assert not result.entries if unreadable else {e.key for e in result.entries} == set(whole)
+        whole_json = tmp_path / "tmp" / "p" / "chats" / "session-old.json"
+        whole_json.write_bytes(b'{"messages": [], "note": "' + junk + b'"}')
+        result = gemini.read_files([whole_json])
+        assert dict(result.rejects) == ({"unreadable": 1} if unreadable else {})
+
+
+def _stamp_texts(rng: random.Random) -> Iterator[str]:
+    """Timestamps in and near Gemini CLI's form: valid moments (leap days, year 0000 and
+    9999, the epoch), days, months, hours, minutes and seconds past their range, other
+    digits and characters in any place, other lengths and offsets."""
+    yield from ("1970-01-01T00:00:00.000Z", "0000-01-01T00:00:00.000Z",
+                "9999-12-31T23:59:59.999Z", "2024-02-29T12:00:00.000Z",
+                "2023-02-29T12:00:00.000Z", "1900-02-29T00:00:00.000Z",
+                "2000-02-29T00:00:00.000Z", "2026-13-01T00:00:00.000Z",
+                "2026-00-10T00:00:00.000Z", "2026-04-31T00:00:00.000Z",
+                "2026-04-00T00:00:00.000Z", "2026-04-30T24:00:00.000Z",
+                "2026-04-30T23:60:00.000Z", "2026-04-30T23:59:60.000Z",
+                "2026-03-02T08:00:11.229z", "2026-03-02T08:00:11.229+00:00",
+                "2026-03-02T08:00:11Z", "2026-03-02T08:00:11.2290Z", "",
+                "2026-03-02 08:00:11.229Z", "٢٠٢٦-03-02T08:00:11.229Z",
+                "2026-03-02T08:00:11.22٩Z", "2026-03-02T08:00:11.229Z\n")  # fmt: skip
+    for _ in range(20_000):
+        text = list(
+            f"{rng.randint(0, 9999):04}-{rng.randint(0, 13):02}-{rng.randint(0, 32):02}T"
+            f"{rng.randint(0, 25):02}:{rng.randint(0, 61):02}:{rng.randint(0, 61):02}."
+            f"{rng.randint(0, 999):03}Z"
+        )
+        if rng.random() < 0.2:
+            text[rng.randrange(len(text))] = rng.choice("09-T:.Z+ xé٣\x00")
+        if rng.random() < 0.05:
+            del text[rng.randrange(len(text))]
+        yield "".join(text)
+
+
+def test_the_c_timestamp_reads_what_the_python_slices_read() -> None:
+    """_geminiscan.utc_ms gives what _utc_ms_py gives (milliseconds, None for a date or
+    time out of range, Ellipsis for another form) on edge and random timestamps, and
+    parse_timestamp with either answers the same. Built with the package: its absence
+    fails here."""
+    from agentwatch.sentinels.agent_ledger._geminiscan import utc_ms
+
+    assert gemini._utc_ms is utc_ms
+    rng = random.Random(29)
+    valid = 0
+    for text in _stamp_texts(rng):
+        expected = gemini._utc_ms_py(text)
+        assert utc_ms(text) == expected, text
+        valid += type(expected) is int
+    assert valid > 5_000
+    for odd in (None, 5, b"2026-03-02T08:00:11.229Z", ["x"]):
+        assert utc_ms(odd) is ... and gemini._utc_ms_py(odd) is ...
+
+
+def _json_value(rng: random.Random, depth: int = 0) -> Any:
+    """A value as orjson.loads makes one: str of every width with quotes and backslashes,
+    ints at the edges of what orjson writes, floats, bools, None, nested dicts and lists."""
+    kind = rng.randrange(8 if depth < 6 else 5)
+    if kind == 0:
+        return "".join(rng.choice(('"', "\\", "a", "é", "中", "\U0001d11e", "\x00", "\n", ""))
+                       for _ in range(rng.randint(0, 6)))  # fmt: skip
+    if kind == 1:
+        return rng.choice((0, -1, 2**53, 2**63 - 1, -(2**63), 2**64 - 1, 2**64, -(2**63) - 1))
+    if kind == 2:
+        return rng.choice((0.5, -1e300, float("inf"), 1e-9))
+    if kind in (3, 4):
+        return rng.choice((True, False, None))
+    if kind == 5:
+        return [_json_value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+    return {_json_value(rng, 6) if rng.random() < 0.3 else rng.choice(('"id"', "model", "x")):
+            _json_value(rng, depth + 1) for _ in range(rng.randint(0, 4))}  # fmt: skip
+
+
+def test_the_c_quote_count_is_orjsons_text() -> None:
+    """_geminiscan.quotes counts the `"` orjson.dumps writes of a value (-1 where it cannot
+    write it: an int past 64 bits), without writing it; it also counts nesting deeper
+    than dumps writes (the line is then read alike either way). Built with the package."""
+    from agentwatch.sentinels.agent_ledger._geminiscan import quotes
+
+    assert gemini._quotes is quotes
+    rng = random.Random(29)
+    refused = 0
+    for _ in range(20_000):
+        value = [_json_value(rng) for _ in range(rng.randint(0, 3))]
+        value = [v for v in value if not isinstance(v, dict) or all(type(k) is str for k in v)]
+        expected = gemini._quotes_py(value)
+        assert quotes(value) == expected, value
+        refused += expected < 0
+    assert 100 < refused < 10_000
+    deep: Any = "x"
+    for _ in range(300):
+        deep = {'"': [deep]}
+    assert gemini._quotes_py(deep) == -1 and quotes(deep) == 300 * 3 + 2
+    for odd in (object(), {1: 2}, ("a",), b"x", 1 << 64):
+        assert quotes(odd) == -1
