@@ -89,10 +89,19 @@ def cpu_s(pids: list[int]) -> float:
     return sum(stat[1] for pid in pids if (stat := pairs._stat(pid)) is not None)
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port free now and not handed out before: one config's listeners must not
+    share a port the kernel gave twice."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def trees_of(processes: list[subprocess.Popen[bytes]]) -> list[int]:

@@ -84,10 +84,20 @@ def token_totals(text: str) -> dict[str, float]:
     return totals
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port free now and not handed out before in this run: once a bound socket
+    is closed the kernel may give the same port to the next bind, and two listeners of one
+    config (local_config) would then collide."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 @pytest.fixture
