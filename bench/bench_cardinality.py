@@ -21,7 +21,6 @@ import argparse
 import datetime
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ from pathlib import Path
 import orjson
 import pairs  # bench/ is on sys.path when a bench runs as `python bench/NAME.py`
 import psutil
+from pairs import free_port
 from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,12 +54,6 @@ def write_corpus(root: Path, names: int) -> int:
         total += number + 1
         (folder / f"s{number}.jsonl").write_bytes(orjson.dumps(line) + b"\n")
     return total
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def run_once(corpus: Path, work: Path, cap: int | None) -> tuple[Path, float]:

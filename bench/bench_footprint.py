@@ -27,7 +27,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,7 @@ from pairs import (
     Side,
     command,
     cpu_of,
+    free_port,
     main_guard,
     need_executable,
     ratio_check,
@@ -206,12 +206,6 @@ class Fleet:
         for fd in (self.read_fd, self.write_fd):
             with contextlib.suppress(OSError):
                 os.close(fd)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def scrape(port: int) -> str:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,7 @@ from pathlib import Path
 
 import pairs  # bench/ is on sys.path when a bench runs as `python bench/NAME.py`
 import psutil
+from pairs import free_port
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from agentwatch.core import spool
@@ -47,12 +47,6 @@ AGENTS = ("claude-code", "gemini", "codex", "opencode")
 STATES = ("working", "waiting_for_permission", "waiting_for_input", "idle", "compacting")
 STATES += ("ended", "failed")
 SESSIONS = 100
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def ledger(value: float) -> list[Metric]:

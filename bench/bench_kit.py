@@ -30,7 +30,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pairs  # bench/ is on sys.path when a bench runs as `python bench/NAME.py`
+from pairs import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENTWATCH = ROOT / ".venv" / "bin" / "agentwatch"
@@ -87,21 +87,6 @@ def pss_mib(pids: list[int]) -> float:
 
 def cpu_s(pids: list[int]) -> float:
     return sum(stat[1] for pid in pids if (stat := pairs._stat(pid)) is not None)
-
-
-_HANDED_OUT: set[int] = set()
-
-
-def free_port() -> int:
-    """A loopback port free now and not handed out before: one config's listeners must not
-    share a port the kernel gave twice."""
-    while True:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = int(sock.getsockname()[1])
-        if port not in _HANDED_OUT:
-            _HANDED_OUT.add(port)
-            return port
 
 
 def trees_of(processes: list[subprocess.Popen[bytes]]) -> list[int]:

@@ -32,7 +32,6 @@ import platform
 import random
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -49,6 +48,7 @@ from pairs import (
     Pairs,
     Sample,
     SetupError,
+    free_port,
     kill_group,
     main_guard,
     need_executable,
@@ -123,12 +123,6 @@ def background(cmd: list[str], env: dict[str, str], log: Path) -> Iterator[subpr
 def cpu_seconds(proc: psutil.Process) -> float:
     t = proc.cpu_times()
     return t.user + t.system + t.children_user + t.children_system
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def find_agentwatch(explicit: str | None) -> str:

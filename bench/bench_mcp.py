@@ -42,6 +42,7 @@ import pairs  # bench/ is on sys.path when a bench runs as `python bench/NAME.py
 import requests
 import yaml
 from generators import corpus
+from pairs import free_port
 
 from agentwatch.cli import mcp_server
 
@@ -50,14 +51,6 @@ STATUSLINE = ROOT / "tests" / "fixtures" / "hooks" / "statusline-subscription.js
 ALERTMANAGER = shutil.which("prometheus-alertmanager") or "/usr/bin/prometheus-alertmanager"
 TARGET = 0.100
 YEAR_MS = 365 * 86_400_000
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def cli(*args: str, env: dict[str, str] | None = None, data: bytes | None = None) -> None:

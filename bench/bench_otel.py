@@ -37,6 +37,7 @@ from pathlib import Path
 
 import pairs  # bench/ is on sys.path when a bench runs as `python bench/NAME.py`
 import psutil
+from pairs import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "otel"
@@ -52,12 +53,6 @@ BODIES = (  # (fixture, path, content type, the session id it holds)
     ("claude-2.1.328-metrics-session.pb", "/v1/metrics", "application/x-protobuf",
      "880a4b2d-6d55-451b-b782-0be2238769d4"),
 )  # fmt: skip
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def session_bodies(session: str) -> list[tuple[str, str, bytes]]:

@@ -28,7 +28,6 @@ import os
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,6 +38,7 @@ from pathlib import Path
 import pairs  # bench/ is on sys.path when a bench runs as `python bench/NAME.py`
 import psutil
 from generators.processes import fake_bin, kill_tree, session_script, spawn_session
+from pairs import free_port
 from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,12 +72,6 @@ def start_sessions(
     for _ in range(count - 1):
         subprocess.run([*base, "new-window", "-d", "-t", "bench", command], check=True, timeout=10)
     return []
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def stop(process: subprocess.Popen) -> None:

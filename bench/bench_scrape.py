@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,7 @@ from pairs import (
     SetupError,
     Side,
     cpu_of,
+    free_port,
     main_guard,
     need_executable,
     ratio_check,
@@ -51,12 +51,6 @@ from agentwatch.core import spool
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 10.0  # Prometheus' default scrape_timeout
 NODE_EXPORTER = "/usr/bin/prometheus-node-exporter"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def write_spool(folder: Path) -> int:

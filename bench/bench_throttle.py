@@ -23,7 +23,6 @@ import argparse
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,17 +33,12 @@ from typing import Any
 import pairs  # bench/ is on sys.path when a bench runs as `python bench/NAME.py`
 import requests
 import yaml
+from pairs import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 # Large beside what the demo's own sessions spend in a run (they crossed a $10 budget within
 # minutes and held the pause); the bench reports 98 % of it.
 BUDGET = 1000.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def config(interval: float) -> dict[str, Any]:

@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import threading
@@ -136,6 +137,22 @@ class TreeSampler(threading.Thread):
                 return
             self.peak_rss = max(self.peak_rss, total)
             self.done.wait(self.every)
+
+
+_HANDED_OUT: set[int] = set()
+
+
+def free_port() -> int:
+    """A loopback port free now and not handed out before in this run: once a bound socket is
+    closed the kernel may give the same port to the next bind, and two listeners of one
+    bench would then collide."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
