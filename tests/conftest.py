@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +30,25 @@ def running_on(state: Path) -> Iterator[None]:
         yield
     finally:
         single.release(lock)
+
+
+@contextlib.contextmanager
+def midday_zone() -> Iterator[str]:
+    """Run in a zone (TZ, for this process and its children) where it is now 12:00-12:59, so
+    responses written "a few hours ago" fall on today's local day, week and month even when the
+    suite runs just after midnight."""
+    zone = f"AWT{time.gmtime().tm_hour - 12:+d}"  # POSIX sign: AWT-3 is three hours east of UTC
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = zone
+    time.tzset()
+    try:
+        yield zone
+    finally:
+        if before is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
 
 
 @pytest.fixture

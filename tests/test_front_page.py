@@ -35,7 +35,7 @@ from agentwatch.exporter.overview_html import money
 from agentwatch.exporter.remote import HOURS, Endpoints
 from agentwatch.exporter.server import serve
 from tests import png
-from tests.conftest import CLI, free_port, local_config, run_cli, samples
+from tests.conftest import CLI, free_port, local_config, midday_zone, run_cli, samples
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hooks"
 CODEX_HOME = Path(__file__).parent / "fixtures" / "agents" / "codex" / "codex-home"
@@ -156,7 +156,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     root = tmp_path_factory.mktemp("front")
     processes: list[subprocess.Popen] = []
     try:
-        yield build_stack(root, processes)
+        with midday_zone():  # "three hours ago" is today even just after midnight
+            yield build_stack(root, processes)
     finally:
         for process in processes:
             process.terminate()

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from agentwatch.cli import mcp_alerts, mcp_server, mcp_spool
 from agentwatch.cli.mcp_alerts import AlertCache
 from agentwatch.controller.alerts import AlertReader
 from agentwatch.demo import transcripts as corpus
-from tests.conftest import CLI, free_port, samples
+from tests.conftest import CLI, free_port, midday_zone, samples
 from tests.mcp_stdio import McpProcess, text_of
 from tests.test_controller_alertmanager import post_alerts, start_alertmanager
 
@@ -66,7 +67,12 @@ def _transcripts(root: Path, now_ms: int) -> None:
 
 
 @pytest.fixture
-def world(tmp_path: Path, processes: list[subprocess.Popen]) -> World:
+def world(tmp_path: Path, processes: list[subprocess.Popen]) -> Iterator[World]:
+    with midday_zone():  # the sessions of the last 40 minutes are today's even at 00:10
+        yield _world(tmp_path, processes)
+
+
+def _world(tmp_path: Path, processes: list[subprocess.Popen]) -> World:
     spool, state, project = tmp_path / "spool", tmp_path / "state", tmp_path / "work" / "shop"
     project.mkdir(parents=True)
     am = start_alertmanager(tmp_path, "am", processes)
