@@ -1,13 +1,15 @@
-/* The Gemini CLI reader's line picker (gemini._pick_py is the same in Python).
+/* The Gemini CLI reader's line picker and plain-line reader (gemini._pick_py and
+ * gemini._scan_py are the same without it).
  *
  * Most lines of a session file are user turns, tool output and "$set" updates that no rule
  * reads. pick() splits a file at '\n' and hands back, in one pass at memory speed, only the
  * lines that hold one of gemini._NEEDLES (a quoted "gemini", "stats", "result", "model",
  * "sessionId" or "session_id", and a backslash-u when asked): what
  * filter(gemini._relevant(escaped).search, raw.split(b"\n")) returns, with the count of
- * '"' in them that gemini.kept_keys compares. It decides nothing
- * else: orjson and the rules then read each line picked, as before.
- * tests/agents/test_gemini_conformance.py holds the two equal on edge cases.
+ * '"' in them that gemini.kept_keys compares. scan() picks the same lines and reads each
+ * plain `type: gemini` line (a response as Gemini CLI writes it) itself, into the few
+ * values the rules take from it; every other line is left to orjson and the rules, as
+ * before. tests/agents/test_gemini_conformance.py holds both equal to the Python paths.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -94,6 +96,366 @@ static PyObject *pick(PyObject *self, PyObject *args) {
     return both;
 }
 
+/* ---- a plain `type: gemini` line, read in one pass -------------------------------------
+ *
+ * Most lines picked are responses Gemini CLI wrote: {"type": "gemini", "content": ...,
+ * "id": ..., "timestamp": ..., "model": ..., "tokens": {six integers}, "toolCalls": ...}.
+ * plain_line() reads such a line without building its objects and answers only for the
+ * plain case, which orjson and json.loads both read, with every key kept:
+ *   - the whole line one strict JSON object (blanks around it), nesting at most MAX_DEPTH
+ *     deep, no \u escape anywhere, numbers without an exponent and of at most 20 digits
+ *     a part (the caller passes text that is UTF-8: read_file checked it);
+ *   - at the top "type" the string gemini; no sessionId or session_id; none of the record
+ *     fields (gemini.RECORD_FIELDS) twice; a "timestamp" string in the form utc_ms reads,
+ *     of a valid moment; "id" and "model", when present, strings of printable ASCII with no
+ *     escape; "tokens" absent, null, or an object of exactly input, output, cached,
+ *     thoughts, tool and total, each once, each a plain integer of at most 15 digits.
+ * Then gemini.parse_jsonl_file's rules on that line need only (model, name, millis,
+ * counts): model and name trimmed of blanks (None when absent or blank), millis the
+ * timestamp's epoch milliseconds, counts None without tokens, else gemini.message_counts's
+ * answer, () for a response worth nothing. Anything else: 0, and the line goes to orjson
+ * and the rules as before (tests/agents/test_gemini_conformance.py holds the two equal). */
+
+#define MAX_DEPTH 64
+#define MAX_DIGITS 20
+
+typedef struct { const char *s, *end; } cursor;
+
+static inline void ws(cursor *c) {
+    while (c->s < c->end && (*c->s == ' ' || *c->s == '\t' || *c->s == '\n' || *c->s == '\r'))
+        c->s++;
+}
+
+static inline int is_digit(char ch) { return ch >= '0' && ch <= '9'; }
+
+/* A string at c->s ('"'), its contents in [*from, *to). plain: printable ASCII without an
+ * escape (a field read); else also UTF-8 bytes and the escapes other than \u (skipped
+ * text). -1: not such a string. */
+static int string(cursor *c, int plain, const char **from, const char **to) {
+    const char *p = c->s + 1;
+    while (p < c->end) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"') {
+            *from = c->s + 1;
+            *to = p;
+            c->s = p + 1;
+            return 0;
+        }
+        if (ch < 0x20) return -1;
+        if (ch == '\\') {
+            if (plain || p + 1 >= c->end) return -1;
+            switch (p[1]) {
+            case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+                p += 2;
+                continue;
+            default: return -1;
+            }
+        }
+        if (ch >= 0x7f && plain) return -1;
+        p++;
+    }
+    return -1;
+}
+
+static int digits(cursor *c) {
+    const char *p = c->s;
+    while (p < c->end && is_digit(*p)) p++;
+    size_t n = (size_t)(p - c->s);
+    c->s = p;
+    return n >= 1 && n <= MAX_DIGITS ? 0 : -1;
+}
+
+static int number(cursor *c) {
+    if (c->s < c->end && *c->s == '-') c->s++;
+    if (c->s >= c->end || !is_digit(*c->s)) return -1;
+    if (*c->s == '0') {
+        c->s++;
+        if (c->s < c->end && is_digit(*c->s)) return -1;
+    } else if (digits(c) < 0) {
+        return -1;
+    }
+    if (c->s < c->end && *c->s == '.') {
+        c->s++;
+        if (digits(c) < 0) return -1;
+    }
+    if (c->s < c->end && (*c->s == 'e' || *c->s == 'E')) return -1;
+    return 0;
+}
+
+static int word(cursor *c, const char *text, size_t n) {
+    if ((size_t)(c->end - c->s) < n || memcmp(c->s, text, n) != 0) return -1;
+    c->s += n;
+    return 0;
+}
+
+static int value(cursor *c, int depth);
+
+/* An object or array at c->s, skipped. */
+static int container(cursor *c, int depth) {
+    if (depth > MAX_DEPTH) return -1;
+    char close = *c->s == '{' ? '}' : ']';
+    c->s++;
+    ws(c);
+    if (c->s < c->end && *c->s == close) {
+        c->s++;
+        return 0;
+    }
+    for (;;) {
+        if (close == '}') {
+            const char *a, *b;
+            if (c->s >= c->end || *c->s != '"' || string(c, 0, &a, &b) < 0) return -1;
+            ws(c);
+            if (c->s >= c->end || *c->s != ':') return -1;
+            c->s++;
+            ws(c);
+        }
+        if (value(c, depth + 1) < 0) return -1;
+        ws(c);
+        if (c->s >= c->end) return -1;
+        if (*c->s == ',') {
+            c->s++;
+            ws(c);
+            continue;
+        }
+        if (*c->s != close) return -1;
+        c->s++;
+        return 0;
+    }
+}
+
+static int value(cursor *c, int depth) {
+    if (c->s >= c->end) return -1;
+    const char *a, *b;
+    switch (*c->s) {
+    case '"': return string(c, 0, &a, &b);
+    case '{': case '[': return container(c, depth);
+    case 't': return word(c, "true", 4);
+    case 'f': return word(c, "false", 5);
+    case 'n': return word(c, "null", 4);
+    default: return number(c);
+    }
+}
+
+static inline int key_is(const char *a, const char *b, const char *name, size_t n) {
+    return (size_t)(b - a) == n && memcmp(a, name, n) == 0;
+}
+#define KEY_IS(name) key_is(a, b, name, sizeof(name) - 1)
+
+/* Walks an object at c->s: for each key (printable ASCII, no escape), calls visit, which
+ * reads the value and returns 0, or -1 to give up. */
+typedef int (*visitor)(const char *a, const char *b, cursor *c, int depth, void *ctx);
+
+static int members(cursor *c, int depth, visitor visit, void *ctx) {
+    if (depth > MAX_DEPTH || c->s >= c->end || *c->s != '{') return -1;
+    c->s++;
+    ws(c);
+    if (c->s < c->end && *c->s == '}') {
+        c->s++;
+        return 0;
+    }
+    for (;;) {
+        const char *a, *b;
+        if (c->s >= c->end || *c->s != '"' || string(c, 1, &a, &b) < 0) return -1;
+        ws(c);
+        if (c->s >= c->end || *c->s != ':') return -1;
+        c->s++;
+        ws(c);
+        if (visit(a, b, c, depth + 1, ctx) < 0) return -1;
+        ws(c);
+        if (c->s >= c->end) return -1;
+        if (*c->s == ',') {
+            c->s++;
+            ws(c);
+            continue;
+        }
+        if (*c->s != '}') return -1;
+        c->s++;
+        return 0;
+    }
+}
+
+/* gemini._PLAIN_FIELDS, in that order */
+static const char *const TOKEN_NAMES[6] = {"input", "output", "cached", "thoughts", "tool", "total"};
+
+typedef struct { long long n[6]; int seen; } token_fields;
+
+static int token_member(const char *a, const char *b, cursor *c, int depth, void *ctx) {
+    (void)depth;
+    token_fields *t = ctx;
+    for (int i = 0; i < 6; i++) {
+        if (!key_is(a, b, TOKEN_NAMES[i], strlen(TOKEN_NAMES[i]))) continue;
+        if (t->seen & (1 << i)) return -1;
+        t->seen |= 1 << i;
+        const char *p = c->s;
+        long long n = 0;
+        while (p < c->end && is_digit(*p)) n = n * 10 + (*p++ - '0');
+        size_t count = (size_t)(p - c->s);
+        if (count == 0 || count > 15 || (count > 1 && *c->s == '0')) return -1;
+        if (p < c->end && (*p == '.' || *p == 'e' || *p == 'E')) return -1;
+        t->n[i] = n;
+        c->s = p;
+        return 0;
+    }
+    return -1; /* another name: gemini.message_counts's other spellings */
+}
+
+/* the top's record fields (gemini.RECORD_FIELDS) */
+enum {
+    F_TYPE = 1, F_ID = 2, F_MODEL = 4, F_STAMP = 8, F_TOKENS = 16, F_START = 32,
+    F_UPDATED = 64, F_MESSAGES = 128, F_CREATED = 256, F_STATS = 512, F_RESULT = 1024,
+};
+
+typedef struct {
+    token_fields tokens;
+    const char *id, *id_end, *model, *model_end, *stamp, *stamp_end;
+    int seen, has_tokens;
+} line_fields;
+
+static int plain_text(cursor *c, const char **from, const char **to) {
+    if (c->s >= c->end || *c->s != '"') return -1;
+    return string(c, 1, from, to);
+}
+
+static int top_member(const char *a, const char *b, cursor *c, int depth, void *ctx) {
+    line_fields *f = ctx;
+    int bit;
+    switch (b - a) { /* a name's length, then the name */
+    case 2: bit = KEY_IS("id") ? F_ID : 0; break;
+    case 4: bit = KEY_IS("type") ? F_TYPE : 0; break;
+    case 5: bit = KEY_IS("model") ? F_MODEL : KEY_IS("stats") ? F_STATS : 0; break;
+    case 6: bit = KEY_IS("tokens") ? F_TOKENS : KEY_IS("result") ? F_RESULT : 0; break;
+    case 8: bit = KEY_IS("messages") ? F_MESSAGES : 0; break;
+    case 9:
+        if (KEY_IS("sessionId")) return -1;
+        bit = KEY_IS("timestamp") ? F_STAMP : KEY_IS("startTime") ? F_START : 0;
+        break;
+    case 10:
+        if (KEY_IS("session_id")) return -1;
+        bit = KEY_IS("created_at") ? F_CREATED : 0;
+        break;
+    case 11: bit = KEY_IS("lastUpdated") ? F_UPDATED : 0; break;
+    default: bit = 0;
+    }
+    if (bit == 0) return value(c, depth);
+    if (f->seen & bit) return -1; /* ccusage drops the line: the rules say so */
+    f->seen |= bit;
+    const char *from, *to;
+    switch (bit) {
+    case F_TYPE:
+        if (plain_text(c, &from, &to) < 0) return -1;
+        return key_is(from, to, "gemini", 6) ? 0 : -1;
+    case F_ID: return plain_text(c, &f->id, &f->id_end);
+    case F_MODEL: return plain_text(c, &f->model, &f->model_end);
+    case F_STAMP: return plain_text(c, &f->stamp, &f->stamp_end);
+    case F_TOKENS:
+        if (c->s < c->end && *c->s == 'n') return word(c, "null", 4);
+        f->has_tokens = 1;
+        if (members(c, depth, token_member, &f->tokens) < 0) return -1;
+        return f->tokens.seen == 0x3f ? 0 : -1;
+    default: return value(c, depth);
+    }
+}
+
+/* [from, to) trimmed of blanks, as a str; None when nothing is left. */
+static PyObject *trimmed(const char *from, const char *to) {
+    while (from < to && *from == ' ') from++;
+    while (to > from && to[-1] == ' ') to--;
+    if (from == to) Py_RETURN_NONE;
+    return PyUnicode_DecodeASCII(from, to - from, NULL);
+}
+
+static int stamp_ms(const char *s, const char *end, long long *ms);
+
+/* gemini.message_counts of the six integers (each below 10**15): (input, output, cache
+ * read), or () for a response worth nothing. */
+static PyObject *counts(const long long *n) {
+    long long i = n[0], o = n[1], c = n[2], th = n[3], tl = n[4], total = n[5];
+    long long inclusive = i + o + th + tl;
+    if (c > 0 && total == inclusive && total != inclusive + c) i -= i < c ? i : c;
+    i += tl; /* tool tokens are input */
+    long long missing = total - (i + o + c + th);
+    if (missing > 0) {
+        if (o == 0) o = missing;
+        else th += missing;
+    }
+    if (i == 0 && o == 0 && c == 0 && th == 0) return PyTuple_New(0);
+    return Py_BuildValue("(LLL)", i, o + th, c);
+}
+
+/* The tuple of a plain line, NULL with no error set when the line is not plain. */
+static PyObject *plain_line(const char *start, const char *stop) {
+    cursor c = {start, stop};
+    line_fields f;
+    memset(&f, 0, sizeof f);
+    ws(&c);
+    if (members(&c, 0, top_member, &f) < 0) return NULL;
+    ws(&c);
+    if (c.s != c.end || !(f.seen & F_TYPE) || !(f.seen & F_STAMP)) return NULL;
+    long long ms = 0;
+    if (stamp_ms(f.stamp, f.stamp_end, &ms) != 1) return NULL;
+    PyObject *model = f.seen & F_MODEL ? trimmed(f.model, f.model_end) : Py_NewRef(Py_None);
+    PyObject *name = f.seen & F_ID ? trimmed(f.id, f.id_end) : Py_NewRef(Py_None);
+    PyObject *n = f.has_tokens ? counts(f.tokens.n) : Py_NewRef(Py_None);
+    if (model == NULL || name == NULL || n == NULL) {
+        Py_XDECREF(model);
+        Py_XDECREF(name);
+        Py_XDECREF(n);
+        return NULL;
+    }
+    return Py_BuildValue("(NNLN)", model, name, ms, n);
+}
+
+PyDoc_STRVAR(scan_doc,
+"scan(raw: bytes, escaped: bool) -> tuple[list[bytes | tuple], list[int], int]\n\n"
+"pick(raw, escaped)'s lines, each plain `type: gemini` line as (model, name, millis,\n"
+"counts) (see the comment in the source); the places of the other lines (bytes), and\n"
+"the number of '\"' in those. raw must be UTF-8.");
+
+static PyObject *scan(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *block;
+    int escaped;
+    if (!PyArg_ParseTuple(args, "Sp", &block, &escaped)) return NULL;
+    const char *data = PyBytes_AS_STRING(block);
+    const char *from = data, *end = data + PyBytes_GET_SIZE(block);
+    Py_ssize_t quotes = 0;
+    PyObject *out = PyList_New(0), *at = PyList_New(0);
+    if (out == NULL || at == NULL) goto fail;
+    while (from < end) {
+        const char *hit = find_needle(from, end, escaped);
+        if (hit == NULL) break;
+        const char *newline = hit > from ? memrchr(from, '\n', (size_t)(hit - from)) : NULL;
+        const char *start = newline != NULL ? newline + 1 : from;
+        const char *after = memchr(hit, '\n', (size_t)(end - hit));
+        const char *stop = after != NULL ? after : end;
+        from = after != NULL ? after + 1 : end;
+        PyObject *item = plain_line(start, stop);
+        if (item == NULL) {
+            if (PyErr_Occurred()) goto fail;
+            PyObject *place = PyLong_FromSsize_t(PyList_GET_SIZE(out));
+            if (place == NULL || PyList_Append(at, place) < 0) {
+                Py_XDECREF(place);
+                goto fail;
+            }
+            Py_DECREF(place);
+            item = PyBytes_FromStringAndSize(start, stop - start);
+            if (item == NULL) goto fail;
+            for (const char *q = start; (q = memchr(q, '"', (size_t)(stop - q))) != NULL; q++)
+                quotes++;
+        }
+        if (PyList_Append(out, item) < 0) {
+            Py_DECREF(item);
+            goto fail;
+        }
+        Py_DECREF(item);
+    }
+    return Py_BuildValue("(NNn)", out, at, quotes);
+fail:
+    Py_XDECREF(out);
+    Py_XDECREF(at);
+    return NULL;
+}
+
 /* ---- a timestamp in the form Gemini CLI writes: YYYY-MM-DDTHH:MM:SS.mmmZ ---------------
  *
  * utc_ms(value) answers for a str of exactly that form (ASCII digits): its epoch milliseconds
@@ -113,37 +475,49 @@ static long long days_from_civil(long long y, long long m, long long d) {
     return era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
 }
 
-PyDoc_STRVAR(utc_ms_doc,
-"utc_ms(value: object) -> int | None | ellipsis\n\n"
-"Epoch milliseconds of a YYYY-MM-DDTHH:MM:SS.mmmZ string (gemini._utc_ms_py).");
-
-static PyObject *utc_ms(PyObject *self, PyObject *value) {
-    (void)self;
+/* [s, end) in that form: 1 and its epoch milliseconds in *ms when the date and time are
+ * valid, 0 when they are not, -1 for text of another form. */
+static int stamp_ms(const char *s, const char *end, long long *ms) {
     static const char FORM[] = "dddd-dd-ddTdd:dd:dd.dddZ";
-    if (!PyUnicode_Check(value) || PyUnicode_READY(value) < 0 ||
-        PyUnicode_GET_LENGTH(value) != 24 || PyUnicode_KIND(value) != PyUnicode_1BYTE_KIND)
-        RETURN_ELLIPSIS;
-    const unsigned char *s = PyUnicode_1BYTE_DATA(value);
+    if (end - s != 24) return -1;
     int n[24];
     for (int i = 0; i < 24; i++) {
         if (FORM[i] == 'd') {
-            if (s[i] < '0' || s[i] > '9') RETURN_ELLIPSIS;
+            if (!is_digit(s[i])) return -1;
             n[i] = s[i] - '0';
-        } else if (s[i] != (unsigned char)FORM[i]) {
-            RETURN_ELLIPSIS;
+        } else if (s[i] != FORM[i]) {
+            return -1;
         }
     }
     int year = n[0] * 1000 + n[1] * 100 + n[2] * 10 + n[3];
     int month = n[5] * 10 + n[6], day = n[8] * 10 + n[9];
     int hour = n[11] * 10 + n[12], minute = n[14] * 10 + n[15];
     int millis = (n[17] * 10 + n[18]) * 1000 + n[20] * 100 + n[21] * 10 + n[22];
-    if (month < 1 || month > 12) Py_RETURN_NONE;
+    if (month < 1 || month > 12) return 0;
     int leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    if (day == 0 || day > DAYS[month - 1] + (month == 2 && leap)) Py_RETURN_NONE;
-    if (hour > 23 || minute > 59 || millis >= 60000) Py_RETURN_NONE;
-    long long ms = days_from_civil(year, month, day) * 86400000LL
-                   + (long long)(hour * 60 + minute) * 60000LL + millis;
-    return PyLong_FromLongLong(ms);
+    if (day == 0 || day > DAYS[month - 1] + (month == 2 && leap)) return 0;
+    if (hour > 23 || minute > 59 || millis >= 60000) return 0;
+    *ms = days_from_civil(year, month, day) * 86400000LL + (long long)(hour * 60 + minute) * 60000LL
+          + millis;
+    return 1;
+}
+
+PyDoc_STRVAR(utc_ms_doc,
+"utc_ms(value: object) -> int | None | ellipsis\n\n"
+"Epoch milliseconds of a YYYY-MM-DDTHH:MM:SS.mmmZ string (gemini._utc_ms_py).");
+
+static PyObject *utc_ms(PyObject *self, PyObject *value) {
+    (void)self;
+    if (!PyUnicode_Check(value) || PyUnicode_READY(value) < 0 ||
+        PyUnicode_KIND(value) != PyUnicode_1BYTE_KIND)
+        RETURN_ELLIPSIS;
+    const char *s = (const char *)PyUnicode_1BYTE_DATA(value);
+    long long ms = 0;
+    switch (stamp_ms(s, s + PyUnicode_GET_LENGTH(value), &ms)) {
+    case 1: return PyLong_FromLongLong(ms);
+    case 0: Py_RETURN_NONE;
+    default: RETURN_ELLIPSIS;
+    }
 }
 
 /* ---- the '"' orjson.dumps(value) would write, counted without writing it -----------------
@@ -221,13 +595,14 @@ static PyObject *quotes(PyObject *self, PyObject *value) {
 static PyMethodDef methods[] = {
     {"pick", pick, METH_VARARGS, pick_doc},
     {"quotes", quotes, METH_O, quotes_doc},
+    {"scan", scan, METH_VARARGS, scan_doc},
     {"utc_ms", utc_ms, METH_O, utc_ms_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_geminiscan",
-    "The Gemini CLI reader's line picker (gemini._pick_py is the same in Python).", -1,
+    "The Gemini CLI reader's line picker and plain-line reader (see the source).", -1,
     methods, NULL, NULL, NULL, NULL,
 };
 

@@ -21,7 +21,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import EllipsisType
@@ -563,15 +563,26 @@ def _relevant(escaped: bool) -> re.Pattern[bytes]:
 
 def _records(raw: bytes) -> list[Any]:
     """The value of every line that names one of _NEEDLES, in order (_BAD for a line
-    load_record refuses). The lines are picked and parsed by C loops (a regex search per
-    line, then orjson over all of them, then one kept_keys); load_record decides a line
+    load_record refuses), a plain `type: gemini` line as _geminiscan.scan reads it (a
+    tuple: see Plain). The lines are picked and the plain ones read by one C loop; the
+    others parsed by orjson all at once, then one kept_keys; load_record decides a line
     orjson refuses, and every line of a file with a \\u escape or a repeated key."""
     escaped = b"\\" in raw and b"\\u" in raw
-    quotes: int | None = None  # the '"' in the lines chosen, counted by _pick
     if b"\r" in raw:
         chosen = list(filter(_relevant(escaped).search, _lines(raw)))
-    else:
-        chosen, quotes = _pick(raw, escaped)
+        return _values(chosen, escaped, None)
+    chosen, places, quotes = _scan(raw, escaped)
+    if len(places) == len(chosen):
+        return _values(chosen, escaped, quotes)
+    values = _values([chosen[place] for place in places], escaped, quotes)
+    for place, value in zip(places, values, strict=True):
+        chosen[place] = value
+    return chosen
+
+
+def _values(chosen: list[bytes], escaped: bool, quotes: int | None) -> list[Any]:
+    """The value of each line (_BAD for one load_record refuses); `quotes`: the `"` in
+    them, when counted already."""
     if escaped:
         return list(map(_load_or_bad, chosen))
     try:
@@ -605,6 +616,26 @@ try:  # built from _geminiscan.c with the package; without a compiler, the regex
     from agentwatch.sentinels.agent_ledger._geminiscan import pick as _pick
 except ImportError:  # pragma: no cover - the conformance tests require it
     _pick = _pick_py
+
+
+# A plain `type: gemini` line as _geminiscan.scan reads it: (model, name, millis, counts),
+# model and name trimmed (None when absent or blank), millis the timestamp's, counts None
+# without tokens, () for a response worth nothing, else message_counts's (input, output,
+# cache read).
+Plain = tuple[str | None, str | None, int, tuple[int, ...] | None]
+
+
+def _scan_py(raw: bytes, escaped: bool) -> tuple[list[Any], Sequence[int], int]:
+    """_pick(raw, escaped)'s lines, the places of those orjson reads (here: all of them;
+    _geminiscan.scan reads plain lines itself) and the `"` in those."""
+    chosen, quotes = _pick(raw, escaped)
+    return chosen, range(len(chosen)), quotes
+
+
+try:  # built from _geminiscan.c with the package; without a compiler, every line by orjson
+    from agentwatch.sentinels.agent_ledger._geminiscan import scan as _scan
+except ImportError:  # pragma: no cover - the conformance tests require it
+    _scan = _scan_py
 
 
 def _orjson_or_refused(line: bytes) -> Any:
@@ -689,6 +720,29 @@ def parse_jsonl_file(
     by_id: dict[str, int] = {}
     anonymous = stats_seen = 0
     for record in _records(raw):
+        if type(record) is tuple:  # a plain line (Plain): the rules below, in short
+            model, name, stamp, counts = record
+            if model is not None:
+                hint = model
+            if name is None:
+                anonymous += 1
+                key: tuple[str, ...] = ("anon", str(anonymous))
+            else:
+                key = ("id", name)
+            if counts is None:
+                continue
+            if hint is None:
+                result.reject("no_model")
+            elif counts:
+                event = (key, stamp, session, hint, *counts)
+                if name is None:  # keep(), inline
+                    events.append(event)
+                elif name in by_id:
+                    events[by_id[name]] = event
+                else:
+                    by_id[name] = len(events)
+                    events.append(event)
+            continue
         if type(record) is not dict:
             result.reject("bad_line" if record is _BAD else "not_object")
             continue
@@ -702,7 +756,7 @@ def parse_jsonl_file(
             name = name.strip(RUST_WHITESPACE) or None if type(name) is str else None
             if name is None:
                 anonymous += 1
-                key: tuple[str, ...] = ("anon", str(anonymous))
+                key = ("anon", str(anonymous))
             else:
                 key = ("id", name)
             tokens = record.get("tokens")
