@@ -38,12 +38,18 @@ static int needle_at(const char *p, const char *end, int escaped) {
 /* The first needle in [s, end), or NULL. */
 static const char *find_needle(const char *s, const char *end, int escaped) {
 #if defined(__SSE2__)
-    const __m128i quote = _mm_set1_epi8('"');
-    const __m128i slash = _mm_set1_epi8('\\');
-    while (end - s >= 16) {
+    /* only a '"' before g, s, r or m (or a '\\' before u) can start one */
+    const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\');
+    const __m128i g = _mm_set1_epi8('g'), sl = _mm_set1_epi8('s'), r = _mm_set1_epi8('r');
+    const __m128i m = _mm_set1_epi8('m'), u = _mm_set1_epi8('u');
+    while (end - s >= 17) {
         __m128i a = _mm_loadu_si128((const __m128i *)s);
-        __m128i hits = _mm_cmpeq_epi8(a, quote);
-        if (escaped) hits = _mm_or_si128(hits, _mm_cmpeq_epi8(a, slash));
+        __m128i b = _mm_loadu_si128((const __m128i *)(s + 1));
+        __m128i next = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(b, g), _mm_cmpeq_epi8(b, sl)),
+                                    _mm_or_si128(_mm_cmpeq_epi8(b, r), _mm_cmpeq_epi8(b, m)));
+        __m128i hits = _mm_and_si128(_mm_cmpeq_epi8(a, quote), next);
+        if (escaped)
+            hits = _mm_or_si128(hits, _mm_and_si128(_mm_cmpeq_epi8(a, slash), _mm_cmpeq_epi8(b, u)));
         unsigned mask = (unsigned)_mm_movemask_epi8(hits);
         while (mask) {
             const char *p = s + __builtin_ctz(mask);
@@ -134,6 +140,27 @@ static inline int is_digit(char ch) { return ch >= '0' && ch <= '9'; }
 static int string(cursor *c, int plain, const char **from, const char **to) {
     const char *p = c->s + 1;
     while (p < c->end) {
+#if defined(__SSE2__)
+        /* 16 bytes at a time up to the first '"', '\\', control byte (or, plain, a byte
+         * past printable ASCII) */
+        while (c->end - p >= 16) {
+            __m128i x = _mm_loadu_si128((const __m128i *)p);
+            __m128i stop = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+                                        _mm_cmpeq_epi8(x, _mm_set1_epi8('\\')));
+            /* x <= 0x1f, or (plain) x - 0x20 >= 0x5f: both unsigned */
+            __m128i odd = plain ? _mm_sub_epi8(x, _mm_set1_epi8(0x20)) : x;
+            __m128i bound = _mm_set1_epi8(plain ? 0x5f : 0x1f);
+            odd = plain ? _mm_cmpeq_epi8(_mm_max_epu8(odd, bound), odd)
+                        : _mm_cmpeq_epi8(_mm_min_epu8(odd, bound), odd);
+            unsigned mask = (unsigned)_mm_movemask_epi8(_mm_or_si128(stop, odd));
+            if (mask) {
+                p += __builtin_ctz(mask);
+                break;
+            }
+            p += 16;
+        }
+        if (p >= c->end) break;
+#endif
         unsigned char ch = (unsigned char)*p;
         if (ch == '"') {
             *from = c->s + 1;
@@ -274,29 +301,35 @@ static int members(cursor *c, int depth, visitor visit, void *ctx) {
     }
 }
 
-/* gemini._PLAIN_FIELDS, in that order */
-static const char *const TOKEN_NAMES[6] = {"input", "output", "cached", "thoughts", "tool", "total"};
-
+/* gemini._PLAIN_FIELDS: input, output, cached, thoughts, tool, total (token_index) */
 typedef struct { long long n[6]; int seen; } token_fields;
+
+/* The place of a name in gemini._PLAIN_FIELDS, -1 for another. */
+static int token_index(const char *a, const char *b) {
+    switch (b - a) {
+    case 4: return memcmp(a, "tool", 4) == 0 ? 4 : -1;
+    case 5: return memcmp(a, "input", 5) == 0 ? 0 : memcmp(a, "total", 5) == 0 ? 5 : -1;
+    case 6: return memcmp(a, "output", 6) == 0 ? 1 : memcmp(a, "cached", 6) == 0 ? 2 : -1;
+    case 8: return memcmp(a, "thoughts", 8) == 0 ? 3 : -1;
+    default: return -1;
+    }
+}
 
 static int token_member(const char *a, const char *b, cursor *c, int depth, void *ctx) {
     (void)depth;
     token_fields *t = ctx;
-    for (int i = 0; i < 6; i++) {
-        if (!key_is(a, b, TOKEN_NAMES[i], strlen(TOKEN_NAMES[i]))) continue;
-        if (t->seen & (1 << i)) return -1;
-        t->seen |= 1 << i;
-        const char *p = c->s;
-        long long n = 0;
-        while (p < c->end && is_digit(*p)) n = n * 10 + (*p++ - '0');
-        size_t count = (size_t)(p - c->s);
-        if (count == 0 || count > 15 || (count > 1 && *c->s == '0')) return -1;
-        if (p < c->end && (*p == '.' || *p == 'e' || *p == 'E')) return -1;
-        t->n[i] = n;
-        c->s = p;
-        return 0;
-    }
-    return -1; /* another name: gemini.message_counts's other spellings */
+    int i = token_index(a, b);
+    if (i < 0 || (t->seen & (1 << i))) return -1; /* another name: the other spellings */
+    t->seen |= 1 << i;
+    const char *p = c->s;
+    long long n = 0;
+    while (p < c->end && is_digit(*p)) n = n * 10 + (*p++ - '0');
+    size_t count = (size_t)(p - c->s);
+    if (count == 0 || count > 15 || (count > 1 && *c->s == '0')) return -1;
+    if (p < c->end && (*p == '.' || *p == 'e' || *p == 'E')) return -1;
+    t->n[i] = n;
+    c->s = p;
+    return 0;
 }
 
 /* the top's record fields (gemini.RECORD_FIELDS) */
@@ -356,12 +389,23 @@ static int top_member(const char *a, const char *b, cursor *c, int depth, void *
     }
 }
 
-/* [from, to) trimmed of blanks, as a str; None when nothing is left. */
-static PyObject *trimmed(const char *from, const char *to) {
+/* The last model, name and time a scan made: a message's copies (and a session's model)
+ * repeat them line after line, so they are made once (borrowed: the lines hold them). */
+typedef struct { PyObject *model, *name, *stamp; const char *stamp_text; } made;
+
+/* [from, to) trimmed of blanks, as a str (last, when it holds that text); None when
+ * nothing is left. */
+static PyObject *trimmed(const char *from, const char *to, PyObject **last) {
     while (from < to && *from == ' ') from++;
     while (to > from && to[-1] == ' ') to--;
     if (from == to) Py_RETURN_NONE;
-    return PyUnicode_DecodeASCII(from, to - from, NULL);
+    Py_ssize_t n = to - from;
+    if (*last != NULL && PyUnicode_GET_LENGTH(*last) == n &&
+        memcmp(PyUnicode_1BYTE_DATA(*last), from, (size_t)n) == 0)
+        return Py_NewRef(*last);
+    PyObject *text = PyUnicode_DecodeASCII(from, n, NULL);
+    if (text != NULL) *last = text;
+    return text;
 }
 
 static int stamp_ms(const char *s, const char *end, long long *ms);
@@ -379,30 +423,58 @@ static PyObject *counts(const long long *n) {
         else th += missing;
     }
     if (i == 0 && o == 0 && c == 0 && th == 0) return PyTuple_New(0);
-    return Py_BuildValue("(LLL)", i, o + th, c);
+    PyObject *out = PyTuple_New(3);
+    if (out == NULL) return NULL;
+    long long parts[3] = {i, o + th, c};
+    for (int k = 0; k < 3; k++) {
+        PyObject *number = PyLong_FromLongLong(parts[k]);
+        if (number == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, k, number);
+    }
+    return out;
 }
 
 /* The tuple of a plain line, NULL with no error set when the line is not plain. */
-static PyObject *plain_line(const char *start, const char *stop) {
+static PyObject *plain_line(const char *start, const char *stop, made *last) {
     cursor c = {start, stop};
     line_fields f;
     memset(&f, 0, sizeof f);
     ws(&c);
     if (members(&c, 0, top_member, &f) < 0) return NULL;
     ws(&c);
-    if (c.s != c.end || !(f.seen & F_TYPE) || !(f.seen & F_STAMP)) return NULL;
-    long long ms = 0;
-    if (stamp_ms(f.stamp, f.stamp_end, &ms) != 1) return NULL;
-    PyObject *model = f.seen & F_MODEL ? trimmed(f.model, f.model_end) : Py_NewRef(Py_None);
-    PyObject *name = f.seen & F_ID ? trimmed(f.id, f.id_end) : Py_NewRef(Py_None);
-    PyObject *n = f.has_tokens ? counts(f.tokens.n) : Py_NewRef(Py_None);
-    if (model == NULL || name == NULL || n == NULL) {
-        Py_XDECREF(model);
-        Py_XDECREF(name);
-        Py_XDECREF(n);
+    if (c.s != c.end || !(f.seen & F_TYPE)) return NULL;
+    PyObject *stamp;
+    if (last->stamp != NULL && f.stamp_end - f.stamp == 24 &&
+        memcmp(last->stamp_text, f.stamp, 24) == 0) {
+        stamp = Py_NewRef(last->stamp);
+    } else {
+        long long ms = 0;
+        if (stamp_ms(f.stamp, f.stamp_end, &ms) != 1) return NULL; /* also: no timestamp */
+        if ((stamp = PyLong_FromLongLong(ms)) == NULL) return NULL;
+        last->stamp = stamp;
+        last->stamp_text = f.stamp;
+    }
+    PyObject *out = PyTuple_New(4);
+    if (out == NULL) {
+        Py_DECREF(stamp);
         return NULL;
     }
-    return Py_BuildValue("(NNLN)", model, name, ms, n);
+    PyTuple_SET_ITEM(out, 2, stamp);
+    PyObject *model = f.seen & F_MODEL ? trimmed(f.model, f.model_end, &last->model)
+                                       : Py_NewRef(Py_None);
+    PyTuple_SET_ITEM(out, 0, model);
+    PyObject *name = f.seen & F_ID ? trimmed(f.id, f.id_end, &last->name) : Py_NewRef(Py_None);
+    PyTuple_SET_ITEM(out, 1, name);
+    PyObject *n = f.has_tokens ? counts(f.tokens.n) : Py_NewRef(Py_None);
+    PyTuple_SET_ITEM(out, 3, n);
+    if (model == NULL || name == NULL || n == NULL) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
 }
 
 PyDoc_STRVAR(scan_doc,
@@ -419,6 +491,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     const char *data = PyBytes_AS_STRING(block);
     const char *from = data, *end = data + PyBytes_GET_SIZE(block);
     Py_ssize_t quotes = 0;
+    made last = {NULL, NULL, NULL, NULL};
     PyObject *out = PyList_New(0), *at = PyList_New(0);
     if (out == NULL || at == NULL) goto fail;
     while (from < end) {
@@ -429,7 +502,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         const char *after = memchr(hit, '\n', (size_t)(end - hit));
         const char *stop = after != NULL ? after : end;
         from = after != NULL ? after + 1 : end;
-        PyObject *item = plain_line(start, stop);
+        PyObject *item = plain_line(start, stop, &last);
         if (item == NULL) {
             if (PyErr_Occurred()) goto fail;
             PyObject *place = PyLong_FromSsize_t(PyList_GET_SIZE(out));

@@ -532,6 +532,7 @@ _PLAIN = (
     b'"output": 10, "cached": 300, "thoughts": 5, "tool": 2, "total": 1017}, '
     b'"toolCalls": [{"id": "t", "args": {"n": [1, -2, 0.5, -0, true, false, null, {}, []]}}]}'
 )
+_WIDTHS = (15, 16, 17, 40)  # odd bytes before, at and past the C loop's 16-byte blocks
 # (a piece of _PLAIN, what replaces it): the plain shape's edges, one at a time
 _PLAIN_VARIANTS = [
     (b'"tokens": {"input": 1000, "output": 10, "cached": 300, "thoughts": 5, "tool": 2, '
@@ -590,7 +591,11 @@ _PLAIN_VARIANTS = [
     b'"\xc3\xa9 \xe4\xb8\xad \xf0\x9d\x84\x9e', b'"\\u00e9', b'"\\x', b'"\x01', b'"\x7f',
     b'"', b'["nest", ' * 70 + b"1" + b"]" * 70 + b', "say', b'"\\uzzzz', b'"\\u12"',
     b'"\\ud800', b'"\\u', b'{"\\u0069d": 1, "\\uqq": 2}, "say',
-)] + [(b"0.5", replacement) for replacement in (
+    *(b'"' + b"x" * width + odd for width in _WIDTHS
+      for odd in (b"\x1f", b"\x01", b"\\x", b"\\u0041", b"\x7f", b"\xc3\xa9", b"\\\"")),
+)] + [(b'"id": "p1"', b'"id": "' + b"p" * width + odd + b'"') for width in _WIDTHS
+      for odd in (b"\x1f", b"\x7f", b"\xc3\xa9", b"\\n", b" ", b"~")
+] + [(b"0.5", replacement) for replacement in (
     b"1e5", b"1.5E-3", b"-", b"1.", b".5", b"+1", b"01", b"NaN", b"Infinity", b"1" * 25,
     b"1" * 4400, b"18446744073709551616", b"tru", b"nul",
 )] + [(b'{"type"', b' \t{"type"'), (b"]}]}", b"]}]} "), (b"]}]}", b"]}]},"),
@@ -602,7 +607,7 @@ _PLAIN_EDGES = [_PLAIN] + [_PLAIN.replace(old, new, 1) for old, new in _PLAIN_VA
 # Bytes a mutation inserts or puts in place of one: JSON's own, escapes, UTF-8, controls.
 _MUTATIONS = (
     b'"', b"\\", b"{", b"}", b"[", b"]", b":", b",", b" ", b"\t", b"\r", b"0", b"1", b"9",
-    b"-", b".", b"e", b"u", b"\\u0061", b"\\n", b"\xc3\xa9", b"\x00", b"\x7f", b"x",
+    b"-", b".", b"e", b"u", b"\\u0061", b"\\n", b"\xc3\xa9", b"\x00", b"\x1f", b"\x7f", b"x",
     b'"id": "z", ', b'"model": "m2", ', b'"tokens": null, ', b"null", b"true",
 )  # fmt: skip
 _CONTEXT = (  # lines around them: the session's header, a user turn, a model named alone
