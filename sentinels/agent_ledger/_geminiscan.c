@@ -13,6 +13,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -665,10 +666,197 @@ static PyObject *quotes(PyObject *self, PyObject *value) {
     return PyLong_FromSsize_t(n);
 }
 
+/* ---- the ledger's key of each response: blake2b-128 of the path and its parts ----------
+ *
+ * keys(label, path, events) gives, for each event (a tuple whose first item is the tuple of
+ * its key's parts, str), label + the hex of blake2b(path + b"\0" + part + b"\0" + part ...,
+ * digest_size=16), each part UTF-8 with surrogates passed: what gemini._keys_py makes with
+ * hashlib, in one call per file. BLAKE2b as RFC 7693 gives it (unkeyed, 16-byte digest). */
+
+static const uint64_t B2B_IV[8] = {
+    0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL, 0x3c6ef372fe94f82bULL, 0xa54ff53a5f1d36f1ULL,
+    0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL, 0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL,
+};
+
+static const uint8_t B2B_SIGMA[12][16] = {
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+    {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
+    {7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
+    {9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13},
+    {2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
+    {12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11},
+    {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
+    {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
+    {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+};
+
+static inline uint64_t rotr64(uint64_t x, int n) { return (x >> n) | (x << (64 - n)); }
+
+static inline uint64_t load64(const unsigned char *p) {
+    uint64_t x = 0;
+    for (int i = 7; i >= 0; i--) x = (x << 8) | p[i];
+    return x;
+}
+
+#define B2B_G(a, b, c, d, x, y)              \
+    do {                                     \
+        v[a] = v[a] + v[b] + (x);            \
+        v[d] = rotr64(v[d] ^ v[a], 32);      \
+        v[c] = v[c] + v[d];                  \
+        v[b] = rotr64(v[b] ^ v[c], 24);      \
+        v[a] = v[a] + v[b] + (y);            \
+        v[d] = rotr64(v[d] ^ v[a], 16);      \
+        v[c] = v[c] + v[d];                  \
+        v[b] = rotr64(v[b] ^ v[c], 63);      \
+    } while (0)
+
+static void b2b_compress(uint64_t h[8], const unsigned char block[128], uint64_t t, int last) {
+    uint64_t v[16], m[16];
+    for (int i = 0; i < 8; i++) {
+        v[i] = h[i];
+        v[i + 8] = B2B_IV[i];
+    }
+    v[12] ^= t; /* inputs here stay far below 2**64 bytes: the high word of t is 0 */
+    if (last) v[14] = ~v[14];
+    for (int i = 0; i < 16; i++) m[i] = load64(block + 8 * i);
+    for (int r = 0; r < 12; r++) {
+        const uint8_t *s = B2B_SIGMA[r];
+        B2B_G(0, 4, 8, 12, m[s[0]], m[s[1]]);
+        B2B_G(1, 5, 9, 13, m[s[2]], m[s[3]]);
+        B2B_G(2, 6, 10, 14, m[s[4]], m[s[5]]);
+        B2B_G(3, 7, 11, 15, m[s[6]], m[s[7]]);
+        B2B_G(0, 5, 10, 15, m[s[8]], m[s[9]]);
+        B2B_G(1, 6, 11, 12, m[s[10]], m[s[11]]);
+        B2B_G(2, 7, 8, 13, m[s[12]], m[s[13]]);
+        B2B_G(3, 4, 9, 14, m[s[14]], m[s[15]]);
+    }
+    for (int i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
+}
+
+/* blake2b(data, digest_size=16) into out[16] */
+static void blake2b_16(const unsigned char *data, size_t n, unsigned char out[16]) {
+    uint64_t h[8];
+    memcpy(h, B2B_IV, sizeof h);
+    h[0] ^= 0x01010000ULL ^ 16; /* no key, 16-byte digest */
+    size_t done = 0;
+    while (n - done > 128) {
+        done += 128;
+        b2b_compress(h, data + done - 128, (uint64_t)done, 0);
+    }
+    unsigned char block[128] = {0};
+    memcpy(block, data + done, n - done);
+    b2b_compress(h, block, (uint64_t)n, 1);
+    for (int i = 0; i < 16; i++) out[i] = (unsigned char)(h[i / 8] >> (8 * (i % 8)));
+}
+
+/* buffer: the path, then a NUL and the parts' UTF-8 (surrogates passed) joined by NULs:
+ * ("\0" + "\0".join(parts)).encode("utf-8", "surrogatepass") after the path */
+static int key_text(PyObject *parts, char **buffer, size_t *size, size_t path_size,
+                    size_t *length) {
+    if (!PyTuple_Check(parts)) {
+        PyErr_SetString(PyExc_TypeError, "keys(): an event's key parts must be a tuple");
+        return -1;
+    }
+    size_t at = path_size;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(parts) || i == 0; i++) {
+        PyObject *part = i < PyTuple_GET_SIZE(parts) ? PyTuple_GET_ITEM(parts, i) : NULL;
+        PyObject *encoded = NULL;
+        const char *text = "";
+        Py_ssize_t n = 0;
+        if (part != NULL) {
+            if (!PyUnicode_Check(part)) {
+                PyErr_SetString(PyExc_TypeError, "keys(): a key part must be a str");
+                return -1;
+            }
+            text = PyUnicode_AsUTF8AndSize(part, &n);
+            if (text == NULL) { /* surrogates: as .encode("utf-8", "surrogatepass") */
+                PyErr_Clear();
+                encoded = PyUnicode_AsEncodedString(part, "utf-8", "surrogatepass");
+                if (encoded == NULL) return -1;
+                text = PyBytes_AS_STRING(encoded);
+                n = PyBytes_GET_SIZE(encoded);
+            }
+        }
+        if (at + 1 + (size_t)n > *size) {
+            size_t grown = (at + 1 + (size_t)n) * 2;
+            char *bigger = PyMem_Realloc(*buffer, grown);
+            if (bigger == NULL) {
+                Py_XDECREF(encoded);
+                PyErr_NoMemory();
+                return -1;
+            }
+            *buffer = bigger;
+            *size = grown;
+        }
+        (*buffer)[at] = '\0';
+        memcpy(*buffer + at + 1, text, (size_t)n);
+        at += 1 + (size_t)n;
+        Py_XDECREF(encoded);
+    }
+    *length = at;
+    return 0;
+}
+
+PyDoc_STRVAR(keys_doc,
+"keys(label: str, path: bytes, events: list[tuple]) -> list[str]\n\n"
+"label + the blake2b-128 hex of path and each event's key parts (gemini._keys_py).");
+
+static PyObject *keys(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *label, *path, *events;
+    if (!PyArg_ParseTuple(args, "USO!", &label, &path, &PyList_Type, &events)) return NULL;
+    Py_ssize_t label_size = PyUnicode_GET_LENGTH(label);
+    if (PyUnicode_READY(label) < 0 || PyUnicode_MAX_CHAR_VALUE(label) > 127) {
+        PyErr_SetString(PyExc_ValueError, "keys(): the label must be ASCII");
+        return NULL;
+    }
+    size_t path_size = (size_t)PyBytes_GET_SIZE(path), size = path_size + 256;
+    char *buffer = PyMem_Malloc(size);
+    PyObject *out = PyList_New(PyList_GET_SIZE(events));
+    if (buffer == NULL || out == NULL) {
+        PyMem_Free(buffer);
+        Py_XDECREF(out);
+        return PyErr_NoMemory();
+    }
+    memcpy(buffer, PyBytes_AS_STRING(path), path_size);
+    static const char HEX[] = "0123456789abcdef";
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(events); i++) {
+        PyObject *event = PyList_GET_ITEM(events, i);
+        size_t length;
+        if (!PyTuple_Check(event) || PyTuple_GET_SIZE(event) < 1) {
+            PyErr_SetString(PyExc_TypeError, "keys(): an event must be a tuple");
+            goto fail;
+        }
+        if (key_text(PyTuple_GET_ITEM(event, 0), &buffer, &size, path_size, &length) < 0)
+            goto fail;
+        unsigned char digest[16];
+        blake2b_16((const unsigned char *)buffer, length, digest);
+        PyObject *key = PyUnicode_New(label_size + 32, 127);
+        if (key == NULL) goto fail;
+        Py_UCS1 *text = PyUnicode_1BYTE_DATA(key);
+        memcpy(text, PyUnicode_1BYTE_DATA(label), (size_t)label_size);
+        for (int k = 0; k < 16; k++) {
+            text[label_size + 2 * k] = (Py_UCS1)HEX[digest[k] >> 4];
+            text[label_size + 2 * k + 1] = (Py_UCS1)HEX[digest[k] & 15];
+        }
+        PyList_SET_ITEM(out, i, key);
+    }
+    PyMem_Free(buffer);
+    return out;
+fail:
+    PyMem_Free(buffer);
+    Py_DECREF(out);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"pick", pick, METH_VARARGS, pick_doc},
     {"quotes", quotes, METH_O, quotes_doc},
     {"scan", scan, METH_VARARGS, scan_doc},
+    {"keys", keys, METH_VARARGS, keys_doc},
     {"utc_ms", utc_ms, METH_O, utc_ms_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -808,24 +808,37 @@ def read_file(path: Path, result: ReadResult) -> None:
         return
     parse = parse_jsonl_file if path.suffix == ".jsonl" else parse_json_file
     project = _project_of(path.parent)
-    base = hashlib.blake2b(digest_size=16)
-    base.update(os.fsencode(path))
     fallback = _mtime_ms(path)
     append = result.entries.append
-    for parts, when, session, model, fresh, output, cache_read in parse(
-        path, text, raw, fallback, result
-    ):
+    events = parse(path, text, raw, fallback, result)
+    keys = _keys(f"{AGENT}:", os.fsencode(path), events)
+    for (_, when, session, model, fresh, output, cache_read), key in zip(events, keys, strict=True):
         if type(when) is not int:  # the kept copy of a message: its time now
             stamp = parse_timestamp(when.get("timestamp"))
             when = _first_time(when, ("created_at",), fallback) if stamp is None else stamp
-        # The key: stable across re-reads, the file's path and the response's place in it,
-        # never text (blake2b of the path, then a NUL before each part).
-        digest = base.copy()
-        digest.update(("\0" + "\0".join(parts)).encode("utf-8", "surrogatepass"))
         append(usage(
-            AGENT, f"{AGENT}:{digest.hexdigest()}", when / 1000, session, project, model,
-            fresh, output, cache_read, 0,
+            AGENT, key, when / 1000, session, project, model, fresh, output, cache_read, 0,
         ))  # fmt: skip
+
+
+def _keys_py(label: str, path: bytes, events: list[Event]) -> list[str]:
+    """Each event's key: stable across re-reads, the file's path and the response's place
+    in it, never text (label, then blake2b of the path and a NUL before each key part).
+    _geminiscan.keys makes the same in C, in one call per file."""
+    base = hashlib.blake2b(digest_size=16)
+    base.update(path)
+    keys = []
+    for event in events:
+        digest = base.copy()
+        digest.update(("\0" + "\0".join(event[0])).encode("utf-8", "surrogatepass"))
+        keys.append(label + digest.hexdigest())
+    return keys
+
+
+try:  # built from _geminiscan.c with the package; without a compiler, hashlib
+    from agentwatch.sentinels.agent_ledger._geminiscan import keys as _keys
+except ImportError:  # pragma: no cover - the conformance tests require it
+    _keys = _keys_py
 
 
 def read_files(paths: Iterable[Path]) -> ReadResult:

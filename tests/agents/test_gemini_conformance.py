@@ -682,3 +682,26 @@ def _utf8(raw: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return b"\r" not in raw
+
+
+def test_the_c_keys_are_hashlibs() -> None:
+    """_geminiscan.keys (BLAKE2b in C, one call per file) gives the keys _keys_py makes with
+    hashlib: paths of every length from 0 to 300 bytes (across BLAKE2b's 128-byte blocks),
+    key parts of any length with NULs, non-ASCII and lone surrogates (json.loads keeps a
+    \\ud800 escape), an event with no part at all. Built with the package."""
+    from agentwatch.sentinels.agent_ledger._geminiscan import keys
+
+    assert gemini._keys is keys
+    rng = random.Random(29)
+    alphabet = ("a", "0", "\0", "é", "中", "\U0001d11e", "\ud800", "\udfff")
+    for size in range(301):
+        path = bytes(rng.getrandbits(8) for _ in range(size))
+        events: list[gemini.Event] = [((), 0, "s", "m", 1, 2, 3)]
+        for _ in range(rng.randint(0, 5)):
+            parts = tuple(
+                "".join(rng.choice(alphabet) for _ in range(rng.choice((0, 1, 36, 127, 300))))
+                for _ in range(rng.randint(1, 4))
+            )
+            events.append((parts, 0, "s", "m", 1, 2, 3))
+        assert keys("gemini:", path, events) == gemini._keys_py("gemini:", path, events)
+    assert keys("gemini:", b"", []) == []
