@@ -343,6 +343,8 @@ typedef struct {
     token_fields tokens;
     const char *id, *id_end, *model, *model_end, *stamp, *stamp_end;
     int seen, has_tokens;
+    int any_type; /* a message of a whole-file session: any "type" (else only "gemini") */
+    int gemini;   /* its "type" is the string gemini */
 } line_fields;
 
 static int plain_text(cursor *c, const char **from, const char **to) {
@@ -376,8 +378,10 @@ static int top_member(const char *a, const char *b, cursor *c, int depth, void *
     const char *from, *to;
     switch (bit) {
     case F_TYPE:
-        if (plain_text(c, &from, &to) < 0) return -1;
-        return key_is(from, to, "gemini", 6) ? 0 : -1;
+        if (c->s >= c->end || *c->s != '"') return f->any_type ? value(c, depth) : -1;
+        if (string(c, !f->any_type, &from, &to) < 0) return -1;
+        f->gemini = key_is(from, to, "gemini", 6); /* an escape never makes it gemini */
+        return f->gemini || f->any_type ? 0 : -1;
     case F_ID: return plain_text(c, &f->id, &f->id_end);
     case F_MODEL: return plain_text(c, &f->model, &f->model_end);
     case F_STAMP: return plain_text(c, &f->stamp, &f->stamp_end);
@@ -438,6 +442,44 @@ static PyObject *counts(const long long *n) {
     return out;
 }
 
+/* (model, name, millis, counts) of a message read into f (see above; name "" in place of
+ * None when blank_name is given), NULL with no error set when its time is not plain. */
+static PyObject *message_tuple(const line_fields *f, made *last, PyObject *blank_name) {
+    PyObject *stamp;
+    if (last->stamp != NULL && f->stamp_end - f->stamp == 24 &&
+        memcmp(last->stamp_text, f->stamp, 24) == 0) {
+        stamp = Py_NewRef(last->stamp);
+    } else {
+        long long ms = 0;
+        if (stamp_ms(f->stamp, f->stamp_end, &ms) != 1) return NULL; /* also: no timestamp */
+        if ((stamp = PyLong_FromLongLong(ms)) == NULL) return NULL;
+        last->stamp = stamp;
+        last->stamp_text = f->stamp;
+    }
+    PyObject *out = PyTuple_New(4);
+    if (out == NULL) {
+        Py_DECREF(stamp);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 2, stamp);
+    PyObject *model = f->seen & F_MODEL ? trimmed(f->model, f->model_end, &last->model)
+                                        : Py_NewRef(Py_None);
+    PyTuple_SET_ITEM(out, 0, model);
+    PyObject *name = f->seen & F_ID ? trimmed(f->id, f->id_end, &last->name) : Py_NewRef(Py_None);
+    if (name == Py_None && blank_name != NULL) {
+        Py_DECREF(name);
+        name = Py_NewRef(blank_name);
+    }
+    PyTuple_SET_ITEM(out, 1, name);
+    PyObject *n = f->has_tokens ? counts(f->tokens.n) : Py_NewRef(Py_None);
+    PyTuple_SET_ITEM(out, 3, n);
+    if (model == NULL || name == NULL || n == NULL) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* The tuple of a plain line, NULL with no error set when the line is not plain. */
 static PyObject *plain_line(const char *start, const char *stop, made *last) {
     cursor c = {start, stop};
@@ -446,36 +488,8 @@ static PyObject *plain_line(const char *start, const char *stop, made *last) {
     ws(&c);
     if (members(&c, 0, top_member, &f) < 0) return NULL;
     ws(&c);
-    if (c.s != c.end || !(f.seen & F_TYPE)) return NULL;
-    PyObject *stamp;
-    if (last->stamp != NULL && f.stamp_end - f.stamp == 24 &&
-        memcmp(last->stamp_text, f.stamp, 24) == 0) {
-        stamp = Py_NewRef(last->stamp);
-    } else {
-        long long ms = 0;
-        if (stamp_ms(f.stamp, f.stamp_end, &ms) != 1) return NULL; /* also: no timestamp */
-        if ((stamp = PyLong_FromLongLong(ms)) == NULL) return NULL;
-        last->stamp = stamp;
-        last->stamp_text = f.stamp;
-    }
-    PyObject *out = PyTuple_New(4);
-    if (out == NULL) {
-        Py_DECREF(stamp);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(out, 2, stamp);
-    PyObject *model = f.seen & F_MODEL ? trimmed(f.model, f.model_end, &last->model)
-                                       : Py_NewRef(Py_None);
-    PyTuple_SET_ITEM(out, 0, model);
-    PyObject *name = f.seen & F_ID ? trimmed(f.id, f.id_end, &last->name) : Py_NewRef(Py_None);
-    PyTuple_SET_ITEM(out, 1, name);
-    PyObject *n = f.has_tokens ? counts(f.tokens.n) : Py_NewRef(Py_None);
-    PyTuple_SET_ITEM(out, 3, n);
-    if (model == NULL || name == NULL || n == NULL) {
-        Py_DECREF(out);
-        return NULL;
-    }
-    return out;
+    if (c.s != c.end || !f.gemini) return NULL;
+    return message_tuple(&f, last, NULL);
 }
 
 PyDoc_STRVAR(scan_doc,
@@ -528,6 +542,129 @@ fail:
     Py_XDECREF(out);
     Py_XDECREF(at);
     return NULL;
+}
+
+/* ---- a plain whole-file session (Gemini CLI before 0.61), read in one pass ---------------
+ *
+ * plain_file(raw) answers only for the plain case of a `session-*.json`: the whole text one
+ * strict JSON object as plain_line asks of a line (no \u escape anywhere, ...); at its top
+ * a "sessionId" string of printable ASCII, not blank; no session_id; a "messages" array;
+ * none of the record fields twice. Each message that is an object is read as a plain
+ * line's top (no sessionId or session_id, no record field twice; "type" any value); one
+ * whose "type" is the string gemini must also be plain as such a line is, with a model
+ * (not blank) when it has tokens. Then gemini.parse_json_file needs only (session,
+ * messages): the session id trimmed, and each gemini message in order as (model, name,
+ * millis, counts), name "" when absent or blank. Anything else: None, and orjson and the
+ * rules decide as before (tests/agents/test_gemini_conformance.py holds the two equal). */
+
+typedef struct {
+    const char *session, *session_end;
+    PyObject *messages, *blank; /* the list made, and "" */
+    made *last;
+    int seen;
+} file_fields;
+
+static int messages_array(cursor *c, int depth, file_fields *f) {
+    if (depth > MAX_DEPTH || c->s >= c->end || *c->s != '[') return -1;
+    c->s++;
+    ws(c);
+    if (c->s < c->end && *c->s == ']') {
+        c->s++;
+        return 0;
+    }
+    for (;;) {
+        if (c->s < c->end && *c->s == '{') {
+            line_fields m;
+            memset(&m, 0, sizeof m);
+            m.any_type = 1;
+            if (members(c, depth + 1, top_member, &m) < 0) return -1;
+            if (m.gemini) {
+                PyObject *item = message_tuple(&m, f->last, f->blank);
+                if (item == NULL) return -1; /* not plain, or a Python error (then set) */
+                /* with tokens, no model (or a blank one) is a reject: the rules decide */
+                if ((m.has_tokens && PyTuple_GET_ITEM(item, 0) == Py_None) ||
+                    PyList_Append(f->messages, item) < 0) {
+                    Py_DECREF(item);
+                    return -1;
+                }
+                Py_DECREF(item);
+            }
+        } else if (value(c, depth + 1) < 0) {
+            return -1;
+        }
+        ws(c);
+        if (c->s >= c->end) return -1;
+        if (*c->s == ',') {
+            c->s++;
+            ws(c);
+            continue;
+        }
+        if (*c->s != ']') return -1;
+        c->s++;
+        return 0;
+    }
+}
+
+static int file_member(const char *a, const char *b, cursor *c, int depth, void *ctx) {
+    file_fields *f = ctx;
+    int bit;
+    switch (b - a) {
+    case 2: bit = KEY_IS("id") ? F_ID : 0; break;
+    case 4: bit = KEY_IS("type") ? F_TYPE : 0; break;
+    case 5: bit = KEY_IS("model") ? F_MODEL : KEY_IS("stats") ? F_STATS : 0; break;
+    case 6: bit = KEY_IS("tokens") ? F_TOKENS : KEY_IS("result") ? F_RESULT : 0; break;
+    case 8: bit = KEY_IS("messages") ? F_MESSAGES : 0; break;
+    case 9:
+        if (KEY_IS("sessionId")) {
+            if (f->session != NULL) return -1;
+            if (c->s >= c->end || *c->s != '"') return -1;
+            return string(c, 1, &f->session, &f->session_end);
+        }
+        bit = KEY_IS("timestamp") ? F_STAMP : KEY_IS("startTime") ? F_START : 0;
+        break;
+    case 10:
+        if (KEY_IS("session_id")) return -1;
+        bit = KEY_IS("created_at") ? F_CREATED : 0;
+        break;
+    case 11: bit = KEY_IS("lastUpdated") ? F_UPDATED : 0; break;
+    default: bit = 0;
+    }
+    if (bit == 0) return value(c, depth);
+    if (f->seen & bit) return -1;
+    f->seen |= bit;
+    return bit == F_MESSAGES ? messages_array(c, depth, f) : value(c, depth);
+}
+
+PyDoc_STRVAR(plain_file_doc,
+"plain_file(raw: bytes) -> tuple[str, list[tuple]] | None\n\n"
+"A plain whole-file session as (session id, its gemini messages as (model, name, millis,\n"
+"counts)); None for any other text (see the comment in the source). raw must be UTF-8.");
+
+static PyObject *plain_file(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "plain_file() takes bytes");
+        return NULL;
+    }
+    made last = {NULL, NULL, NULL, NULL};
+    file_fields f = {NULL, NULL, PyList_New(0), PyUnicode_New(0, 0), &last, 0};
+    PyObject *session = NULL;
+    if (f.messages == NULL || f.blank == NULL) goto done;
+    cursor c = {PyBytes_AS_STRING(arg), PyBytes_AS_STRING(arg) + PyBytes_GET_SIZE(arg)};
+    ws(&c);
+    int ok = members(&c, 0, file_member, &f) == 0;
+    ws(&c);
+    if (ok && c.s == c.end && f.session != NULL && (f.seen & F_MESSAGES))
+        session = trimmed(f.session, f.session_end, &last.name);
+done:
+    Py_XDECREF(f.blank);
+    if (session == NULL || session == Py_None) {
+        Py_XDECREF(session);
+        Py_XDECREF(f.messages);
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(NN)", session, f.messages);
 }
 
 /* ---- a timestamp in the form Gemini CLI writes: YYYY-MM-DDTHH:MM:SS.mmmZ ---------------
@@ -857,6 +994,7 @@ static PyMethodDef methods[] = {
     {"quotes", quotes, METH_O, quotes_doc},
     {"scan", scan, METH_VARARGS, scan_doc},
     {"keys", keys, METH_VARARGS, keys_doc},
+    {"plain_file", plain_file, METH_O, plain_file_doc},
     {"utc_ms", utc_ms, METH_O, utc_ms_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -649,6 +649,16 @@ def parse_json_file(
     path: Path, text: str | None, raw: bytes, fallback: int, result: ReadResult
 ) -> list[Event]:
     """A whole-file session (older Gemini CLI) or a single record / stats object."""
+    plain = _plain_file(raw)
+    if plain is not None:  # _geminiscan.plain_file's reading: the rules below, in short
+        session, read = plain
+        events: list[Event] = []
+        seen: dict[str, int] = {}
+        for model, name, stamp, counts in read:
+            seen[name] = nth = seen.get(name, 0) + 1
+            if counts:
+                events.append((("json", name, str(nth)), stamp, session, model, *counts))
+        return events
     try:
         record = _load(text, raw)
     except (ValueError, RecursionError):
@@ -661,8 +671,8 @@ def parse_json_file(
     started = _first_time(record, ("startTime", "lastUpdated"), fallback)
     messages = record.get("messages")
     if isinstance(messages, list):
-        events: list[Event] = []
-        seen: dict[str, int] = {}
+        events = []
+        seen = {}
         for message in messages:
             if not (isinstance(message, dict) and message.get("type") == "gemini"):
                 continue
@@ -688,6 +698,17 @@ def parse_json_file(
         return [event] if event else []
     stamp = _first_time(record, ("timestamp",), fallback)
     return _stats(_stats_of(record), _text(record, "model"), session, stamp, ("stats", "0"))
+
+
+def _no_plain_file(raw: bytes) -> tuple[str, list[Plain]] | None:
+    """_geminiscan.plain_file's place without it: every file read by orjson and the rules."""
+    return None
+
+
+try:  # built from _geminiscan.c with the package; without a compiler, orjson and the rules
+    from agentwatch.sentinels.agent_ledger._geminiscan import plain_file as _plain_file
+except ImportError:  # pragma: no cover - the conformance tests require it
+    _plain_file = _no_plain_file
 
 
 def _lines(raw: bytes) -> Iterator[bytes]:

@@ -705,3 +705,80 @@ def test_the_c_keys_are_hashlibs() -> None:
             events.append((parts, 0, "s", "m", 1, 2, 3))
         assert keys("gemini:", path, events) == gemini._keys_py("gemini:", path, events)
     assert keys("gemini:", b"", []) == []
+
+
+def _whole_files() -> list[bytes]:
+    """Whole-file sessions as older Gemini CLI wrote them (the generator's form, written
+    with blanks and compact) and the edge corpus's .json files."""
+    found = []
+    for seed in range(6):
+        lines = gemini_corpus.session_lines(random.Random(seed), f"whole-{seed}", 5, 3)
+        records = [line for line in lines[1:] if isinstance(line, dict) and "id" in line]
+        value = {**gemini_corpus.header(f"whole-{seed}", gemini_corpus.at(5)), "messages": records}
+        found.append(json.dumps(value).encode())
+        found.append(json.dumps(value, separators=(",", ":")).encode())
+    return found
+
+
+# (a piece of a whole file, what replaces it): the plain shape's edges at the file's top
+_WHOLE_VARIANTS = [
+    (b'"sessionId": "whole-0"', b'"sessionId": " "'),
+    (b'"sessionId": "whole-0"', b'"sessionId": " whole-0 "'),
+    (b'"sessionId": "whole-0"', b'"x": 1'),
+    (b'"sessionId": "whole-0"', b'"sessionId": "whole-0", "sessionId": "b"'),
+    (b'"sessionId": "whole-0"', b'"sessionId": "whole-0", "session_id": "b"'),
+    (b'"sessionId": "whole-0"', b'"session_id": "whole-0"'),
+    (b'"sessionId": "whole-0"', b'"sessionId": 5'),
+    (b'"sessionId": "whole-0"', b'"sessionId": "wh\\u006fle"'),
+    (b'"sessionId": "whole-0"', b'"sessionId": "whole-0", "type": "gemini", "type": "x"'),
+    (b'"sessionId": "whole-0"', b'"sessionId": "whole-0", "messages": []'),
+    (b'"sessionId": "whole-0"', b'"sessionId": "whole-0", "stats": {"input": 5}'),
+    (b'"sessionId": "whole-0"', b'"sessionId": "whole-0", "type": "gemini", "model": "x", '
+     b'"id": "y", "timestamp": 1, "created_at": 2, "tokens": null, "result": {}'),
+    (b'"messages": [', b'"messages": [5, "x", null, [], '),
+    (b'"messages": [', b'"messages": [{"type": "gemini", "id": "n", "timestamp": "2026-03-05'
+     b'T10:00:00.000Z", "tokens": {"input": 1, "output": 1, "cached": 0, "thoughts": 0, '
+     b'"tool": 0, "total": 2}}, '),
+    (b'"messages": [', b'"messages": [{"type": "gemini", "model": " ", "timestamp": "2026-03-05'
+     b'T10:00:00.000Z", "tokens": {"input": 1, "output": 1, "cached": 0, "thoughts": 0, '
+     b'"tool": 0, "total": 2}}, '),
+    (b'"messages": [', b'"messages": [{"type": "gemini", "model": "m", "id": " ", "timestamp": '
+     b'"2026-03-05T10:00:00.000Z", "tokens": null}, {"type": 5}, {"type": "gemini\\/"}, '),
+    (b'"messages": [', b'"messages": [{"type": "user", "type": "gemini"}, '),
+    (b'"messages": [', b'"messages": [{"sessionId": "x"}, '),
+    (b'"messages": [', b'"messages": [{"type": "user", "content": [{"text": "\\u0041"}]}, '),
+    (b'"messages": [', b'"messages": {"a": ['),
+]  # fmt: skip
+
+
+def test_the_c_reader_of_whole_files_reads_what_the_rules_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """_geminiscan.plain_file reads a plain whole-file session in one pass: the generator's
+    sessions, the edge corpus's .json files, the top's edges above and 3,000 random
+    mutations of them read the same events and rejects as with orjson and the rules in
+    Python. Built with the package: its absence fails here."""
+    from agentwatch.sentinels.agent_ledger._geminiscan import plain_file
+
+    assert gemini._plain_file is plain_file
+    whole = _whole_files()
+    assert all(plain_file(text) is not None for text in whole)
+    edge = [path.read_bytes() for path in gemini_corpus.edge_cases(tmp_path / "e").files]
+    texts = [*whole, *(text for text in edge if text.lstrip().startswith(b"{"))]
+    texts += [whole[0].replace(old, new, 1) for old, new in _WHOLE_VARIANTS]
+    rng = random.Random(29)
+    texts += [
+        _mutated(rng, rng.choice(whole if rng.random() < 0.8 else texts)) for _ in range(3_000)
+    ]
+    path = tmp_path / "tmp" / "p" / "chats" / "session-whole.json"
+    path.parent.mkdir(parents=True)
+    taken = 0
+    for text in texts:
+        path.write_bytes(text)
+        fast = gemini.read_files([path])
+        with monkeypatch.context() as patch:
+            patch.setattr(gemini, "_plain_file", gemini._no_plain_file)
+            slow = gemini.read_files([path])
+        assert (fast.entries, fast.rejects) == (slow.entries, slow.rejects), text
+        taken += _utf8(text) and plain_file(text) is not None
+    assert 300 < taken < len(texts) - 1_000  # both ways are well trodden
