@@ -120,8 +120,9 @@ static PyObject *pick(PyObject *self, PyObject *args) {
  * Then gemini.parse_jsonl_file's rules on that line need only (model, name, millis,
  * counts): model and name trimmed of blanks (None when absent or blank), millis the
  * timestamp's epoch milliseconds, counts None without tokens, else gemini.message_counts's
- * answer, () for a response worth nothing. Anything else: 0, and the line goes to orjson
- * and the rules as before (tests/agents/test_gemini_conformance.py holds the two equal). */
+ * answer, () for a response worth nothing. Anything else: NULL (no error set), and the
+ * line goes to orjson and the rules as before (tests/agents/test_gemini_conformance.py
+ * holds the two equal). */
 
 #define MAX_DEPTH 64
 #define MAX_DIGITS 20
@@ -323,12 +324,12 @@ static int token_member(const char *a, const char *b, cursor *c, int depth, void
     if (i < 0 || (t->seen & (1 << i))) return -1; /* another name: the other spellings */
     t->seen |= 1 << i;
     const char *p = c->s;
-    long long n = 0;
-    while (p < c->end && is_digit(*p)) n = n * 10 + (*p++ - '0');
+    unsigned long long n = 0; /* unsigned: a longer number wraps, then is refused */
+    while (p < c->end && is_digit(*p)) n = n * 10 + (unsigned long long)(*p++ - '0');
     size_t count = (size_t)(p - c->s);
     if (count == 0 || count > 15 || (count > 1 && *c->s == '0')) return -1;
     if (p < c->end && (*p == '.' || *p == 'e' || *p == 'E')) return -1;
-    t->n[i] = n;
+    t->n[i] = (long long)n;
     c->s = p;
     return 0;
 }
