@@ -82,8 +82,9 @@ def key_hash(key: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-def key_hashes(keys: Iterable[str]) -> list[int]:
-    """`key_hash` of each key, its look-ups bound once (a backfill hashes every key)."""
+def _key_hashes_py(keys: list[str]) -> list[int]:
+    """`key_hash` of each key, its look-ups bound once; _keyhash.key_hashes is the same in
+    C (a backfill hashes every key), this runs without it."""
     blake2b, from_bytes = hashlib.blake2b, int.from_bytes
     return [
         from_bytes(
@@ -93,6 +94,12 @@ def key_hashes(keys: Iterable[str]) -> list[int]:
         )
         for key in keys
     ]
+
+
+try:  # built from _keyhash.c with the package; without a compiler, hashlib
+    from agentwatch.sentinels.agent_ledger._keyhash import key_hashes
+except ImportError:  # pragma: no cover - tests/agents/test_agent_ledger_store.py requires it
+    key_hashes = _key_hashes_py
 
 
 def _key_of_schema_1(key: bytes) -> int:

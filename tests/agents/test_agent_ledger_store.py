@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import random
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
@@ -372,11 +373,22 @@ def test_an_older_schema_is_migrated_and_nothing_counts_again(tmp_path: Path, sc
 
 
 def test_keys_hashed_together_are_what_one_key_hashes_to() -> None:
-    """`key_hashes` (the ledger's) gives `key_hash` of each key, also for keys with non-ASCII
-    text and a lone surrogate (encoded with surrogatepass), and the first 8 bytes of the
-    16-byte BLAKE2b digest, as schema 1's keys began."""
+    """`key_hashes` (the ledger's, in C) and its Python stand-in give `key_hash` of each key,
+    also for keys with non-ASCII text and a lone surrogate (encoded with surrogatepass), of
+    every length around BLAKE2b's 128-byte block, and the first 8 bytes of the 16-byte
+    BLAKE2b digest, as schema 1's keys began."""
+    from agentwatch.sentinels.agent_ledger import _keyhash
+
+    assert store_module.key_hashes is _keyhash.key_hashes  # the C one is built and used
+    rng = random.Random(29)
     keys = ["opencode:msg_1", "", "gemini:é/ü\0x", "codex:\ud800", "k" * 500]
+    for size in [*range(300), *(rng.randrange(300, 3000) for _ in range(50))]:
+        for alphabet in ("codex:0123456789abcdef", "é€\U0001f600a", "a\ud800b\0"):
+            keys.append("".join(rng.choice(alphabet) for _ in range(size)))
     hashed = store_module.key_hashes(keys)
     assert hashed == [store_module.key_hash(key) for key in keys]
+    assert store_module._key_hashes_py(keys) == hashed
+    with pytest.raises(TypeError):
+        store_module.key_hashes(["a", b"b"])  # type: ignore[list-item]
     digest = hashlib.blake2b(b"opencode:msg_1", digest_size=16).digest()
     assert hashed[0] == int.from_bytes(digest[:8], "big", signed=True)
