@@ -431,3 +431,15 @@ def test_the_bounds_check_keeps_what_out_of_bounds_keeps() -> None:
     assert [(e.key, c) for e, c in kept] == [(e.key, c) for e, c in want_kept]
     assert result.rejects == want_rejects
     assert want_rejects["bad_token_count"] and want_rejects["bad_cost"] and len(want_kept) > 20
+
+
+def test_a_new_database_has_large_pages_and_an_old_one_keeps_its_own(tmp_path: Path) -> None:
+    old = tmp_path / "old" / DATABASE_FILE
+    old.parent.mkdir()
+    sqlite3.connect(old).execute("CREATE TABLE t (x)").connection.close()  # 4 KiB pages
+    for path, size in ((tmp_path / DATABASE_FILE, store_module.PAGE_SIZE), (old, 4096)):
+        store = Store(path)
+        try:
+            assert store.db.execute("PRAGMA page_size").fetchone()[0] == size
+        finally:
+            store.close()
