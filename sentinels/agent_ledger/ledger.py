@@ -309,10 +309,12 @@ class Ledger:
                 i, o, r, w = entry.input, entry.output, entry.cache_read, entry.cache_creation
                 if (
                     int is type(i) is type(o) is type(r) is type(w)
-                    and 0 <= i <= MAX_TOKENS and 0 <= o <= MAX_TOKENS
-                    and 0 <= r <= MAX_TOKENS and 0 <= w <= MAX_TOKENS
+                    and 0 <= i <= MAX_TOKENS
+                    and 0 <= o <= MAX_TOKENS
+                    and 0 <= r <= MAX_TOKENS
+                    and 0 <= w <= MAX_TOKENS
                     and (cost is None or (type(cost) is float and 0 <= cost <= MAX_COST_USD))
-                ):  # fmt: skip  (NaN and the infinities fail the range)
+                ):  # NaN and the infinities fail the range
                     append((entry, cost))
                     continue
             reason = out_of_bounds(entry, cost)
