@@ -667,10 +667,16 @@ def read_raw(path: Path) -> Any:
     a limit: larger than CONFIG_LIMIT, not a regular file, nested too deep, or expanding
     through aliases past yamlsafe.MAX_EXPANDED (a billion laughs). A `*.json` file is read
     as JSON (what `up` writes for its children: they then never load the YAML parser, a
-    MiB and a half of every process)."""
+    MiB and a half of every process), and so is YAML text that is JSON and reads the same
+    (core/yaml_json.py)."""
     text = _read_text(path)
     if path.suffix == ".json":
         return _parse_json(path, text)
+    from agentwatch.core import yaml_json
+
+    raw = yaml_json.parse(text)  # JSON that YAML reads the same: no YAML parser loaded
+    if raw is not yaml_json.NOT_YAML_SAME:
+        return raw
     if YAML_APART and "yaml" not in sys.modules:
         from agentwatch.core import yaml_apart
 
