@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentwatch.core import paths
+from agentwatch.core.lazy_re import Pattern
 from agentwatch.core.sanitize import preview
 
 MAX_PROBLEM = 400  # characters of one problem line: a value is quoted by its preview only
@@ -37,9 +38,9 @@ class ConfigError(Exception):
 
 # ---- value parsers: each returns the parsed value or raises ValueError saying what is wrong
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_DURATION = Pattern(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME = Pattern(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def duration(value: Any) -> float:
