@@ -9,6 +9,7 @@ each of nine resident processes, and 5 ms of a `--once` run's start (issue 29)."
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 from pathlib import Path
@@ -237,8 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command
     module = _module(COMMANDS[command])
     if command in ("hook", "statusline"):  # reached via `python -m` or main(argv)
+        gc.enable()
         return int(module.main(["--state-dir", str(args.state_dir)] if args.state_dir else []))
     if command not in WITH_CONFIG:
+        gc.enable()  # off while the command started (cli/entry.py)
         return int(module.run(args))
     from agentwatch.cli import common
     from agentwatch.core import config
@@ -248,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = common.load(args)
     if cfg is None:
         return 2
+    if command != "sentinel":  # a sentinel's loop turns it on when it has built (core/loop.py)
+        gc.enable()
     return int(module.run(args, cfg))
 
 
