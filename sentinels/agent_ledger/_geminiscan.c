@@ -15,6 +15,15 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+
+#if defined(__GNUC__) /* only its compression is used here, not blake2b_first8 */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#endif
+#include "../_blake2b.h"
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -809,84 +818,21 @@ static PyObject *quotes(PyObject *self, PyObject *value) {
  * keys(label, path, events) gives, for each event (a tuple whose first item is the tuple of
  * its key's parts, str), label + the hex of blake2b(path + b"\0" + part + b"\0" + part ...,
  * digest_size=16), each part UTF-8 with surrogates passed: what gemini._keys_py makes with
- * hashlib, in one call per file. BLAKE2b as RFC 7693 gives it (unkeyed, 16-byte digest). */
+ * hashlib, in one call per file (BLAKE2b from sentinels/_blake2b.h, a 16-byte digest). */
 
-static const uint64_t B2B_IV[8] = {
-    0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL, 0x3c6ef372fe94f82bULL, 0xa54ff53a5f1d36f1ULL,
-    0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL, 0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL,
-};
-
-static const uint8_t B2B_SIGMA[12][16] = {
-    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
-    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
-    {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
-    {7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
-    {9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13},
-    {2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
-    {12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11},
-    {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
-    {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
-    {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
-    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
-    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
-};
-
-static inline uint64_t rotr64(uint64_t x, int n) { return (x >> n) | (x << (64 - n)); }
-
-static inline uint64_t load64(const unsigned char *p) {
-    uint64_t x = 0;
-    for (int i = 7; i >= 0; i--) x = (x << 8) | p[i];
-    return x;
-}
-
-#define B2B_G(a, b, c, d, x, y)              \
-    do {                                     \
-        v[a] = v[a] + v[b] + (x);            \
-        v[d] = rotr64(v[d] ^ v[a], 32);      \
-        v[c] = v[c] + v[d];                  \
-        v[b] = rotr64(v[b] ^ v[c], 24);      \
-        v[a] = v[a] + v[b] + (y);            \
-        v[d] = rotr64(v[d] ^ v[a], 16);      \
-        v[c] = v[c] + v[d];                  \
-        v[b] = rotr64(v[b] ^ v[c], 63);      \
-    } while (0)
-
-static void b2b_compress(uint64_t h[8], const unsigned char block[128], uint64_t t, int last) {
-    uint64_t v[16], m[16];
-    for (int i = 0; i < 8; i++) {
-        v[i] = h[i];
-        v[i + 8] = B2B_IV[i];
-    }
-    v[12] ^= t; /* inputs here stay far below 2**64 bytes: the high word of t is 0 */
-    if (last) v[14] = ~v[14];
-    for (int i = 0; i < 16; i++) m[i] = load64(block + 8 * i);
-    for (int r = 0; r < 12; r++) {
-        const uint8_t *s = B2B_SIGMA[r];
-        B2B_G(0, 4, 8, 12, m[s[0]], m[s[1]]);
-        B2B_G(1, 5, 9, 13, m[s[2]], m[s[3]]);
-        B2B_G(2, 6, 10, 14, m[s[4]], m[s[5]]);
-        B2B_G(3, 7, 11, 15, m[s[6]], m[s[7]]);
-        B2B_G(0, 5, 10, 15, m[s[8]], m[s[9]]);
-        B2B_G(1, 6, 11, 12, m[s[10]], m[s[11]]);
-        B2B_G(2, 7, 8, 13, m[s[12]], m[s[13]]);
-        B2B_G(3, 4, 9, 14, m[s[14]], m[s[15]]);
-    }
-    for (int i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
-}
-
-/* blake2b(data, digest_size=16) into out[16] */
+/* blake2b(data, digest_size=16) into out[16], by sentinels/_blake2b.h's compression */
 static void blake2b_16(const unsigned char *data, size_t n, unsigned char out[16]) {
     uint64_t h[8];
-    memcpy(h, B2B_IV, sizeof h);
-    h[0] ^= 0x01010000ULL ^ 16; /* no key, 16-byte digest */
+    memcpy(h, BLAKE2B_IV, sizeof h);
+    h[0] ^= 0x01010000ULL ^ 16; /* fanout 1, depth 1, no key, a 16-byte digest */
     size_t done = 0;
-    while (n - done > 128) {
+    while (n - done > 128) { /* every block but the last */
+        blake2b_compress(h, data + done, (uint64_t)(done + 128), 0);
         done += 128;
-        b2b_compress(h, data + done - 128, (uint64_t)done, 0);
     }
     unsigned char block[128] = {0};
     memcpy(block, data + done, n - done);
-    b2b_compress(h, block, (uint64_t)n, 1);
+    blake2b_compress(h, block, (uint64_t)n, 1);
     for (int i = 0; i < 16; i++) out[i] = (unsigned char)(h[i / 8] >> (8 * (i % 8)));
 }
 
