@@ -184,12 +184,13 @@ def test_dropping_a_rule_breaks_conformance(
     rule: str, edge: tuple[Path, Path, Rows], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The rules as spelled out (Tokens, count, _first...): the reader's shortcuts (the
-    plain token shape, the C reader of plain lines) are switched off here and held equal
-    to them below."""
+    plain token shape, the C readers of plain lines and whole files) are switched off here
+    and held equal to them below."""
     data_dir, _, theirs = edge
     name, replacement = RULES[rule]
     monkeypatch.setattr(gemini, "message_counts", gemini.generic_counts)
-    monkeypatch.setattr(gemini, "_scan", gemini._scan_py)  # the C reader of plain lines
+    monkeypatch.setattr(gemini, "_scan", gemini._scan_py)  # the C readers of plain lines
+    monkeypatch.setattr(gemini, "_plain_file", gemini._no_plain_file)  # and whole files
     monkeypatch.setattr(gemini, name, replacement)
     assert differences(reader_rows(data_dir), theirs), f"the corpus does not pin: {rule}"
 
