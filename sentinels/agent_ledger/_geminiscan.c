@@ -9,7 +9,10 @@
  * '"' in them that gemini.kept_keys compares. scan() picks the same lines and reads each
  * plain `type: gemini` line (a response as Gemini CLI writes it) itself, into the few
  * values the rules take from it; every other line is left to orjson and the rules, as
- * before. tests/agents/test_gemini_conformance.py holds both equal to the Python paths.
+ * before. plain_file() does the same for a plain whole-file session (older CLI versions),
+ * utc_ms() reads Gemini's timestamp form, quotes() counts what orjson would write, and
+ * keys() makes a file's ledger keys. tests/agents/test_gemini_conformance.py holds each
+ * equal to its Python path.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
