@@ -21,7 +21,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import EllipsisType
@@ -563,15 +563,26 @@ def _relevant(escaped: bool) -> re.Pattern[bytes]:
 
 def _records(raw: bytes) -> list[Any]:
     """The value of every line that names one of _NEEDLES, in order (_BAD for a line
-    load_record refuses). The lines are picked and parsed by C loops (a regex search per
-    line, then orjson over all of them, then one kept_keys); load_record decides a line
+    load_record refuses), a plain `type: gemini` line as _geminiscan.scan reads it (a
+    tuple: see Plain). The lines are picked and the plain ones read by one C loop; the
+    others parsed by orjson all at once, then one kept_keys; load_record decides a line
     orjson refuses, and every line of a file with a \\u escape or a repeated key."""
     escaped = b"\\" in raw and b"\\u" in raw
-    quotes: int | None = None  # the '"' in the lines chosen, counted by _pick
     if b"\r" in raw:
         chosen = list(filter(_relevant(escaped).search, _lines(raw)))
-    else:
-        chosen, quotes = _pick(raw, escaped)
+        return _values(chosen, escaped, None)
+    chosen, places, quotes = _scan(raw, escaped)
+    if len(places) == len(chosen):
+        return _values(chosen, escaped, quotes)
+    values = _values([chosen[place] for place in places], escaped, quotes)
+    for place, value in zip(places, values, strict=True):
+        chosen[place] = value
+    return chosen
+
+
+def _values(chosen: list[bytes], escaped: bool, quotes: int | None) -> list[Any]:
+    """The value of each line (_BAD for one load_record refuses); `quotes`: the `"` in
+    them, when counted already."""
     if escaped:
         return list(map(_load_or_bad, chosen))
     try:
@@ -607,6 +618,26 @@ except ImportError:  # pragma: no cover - the conformance tests require it
     _pick = _pick_py
 
 
+# A plain `type: gemini` line as _geminiscan.scan reads it: (model, name, millis, counts),
+# model and name trimmed (None when absent or blank), millis the timestamp's, counts None
+# without tokens, () for a response worth nothing, else message_counts's (input, output,
+# cache read).
+Plain = tuple[str | None, str | None, int, tuple[int, ...] | None]
+
+
+def _scan_py(raw: bytes, escaped: bool) -> tuple[list[Any], Sequence[int], int]:
+    """_pick(raw, escaped)'s lines, the places of those orjson reads (here: all of them;
+    _geminiscan.scan reads plain lines itself) and the `"` in those."""
+    chosen, quotes = _pick(raw, escaped)
+    return chosen, range(len(chosen)), quotes
+
+
+try:  # built from _geminiscan.c with the package; without a compiler, every line by orjson
+    from agentwatch.sentinels.agent_ledger._geminiscan import scan as _scan
+except ImportError:  # pragma: no cover - the conformance tests require it
+    _scan = _scan_py
+
+
 def _orjson_or_refused(line: bytes) -> Any:
     try:
         return orjson.loads(line)
@@ -618,6 +649,16 @@ def parse_json_file(
     path: Path, text: str | None, raw: bytes, fallback: int, result: ReadResult
 ) -> list[Event]:
     """A whole-file session (older Gemini CLI) or a single record / stats object."""
+    plain = _plain_file(raw)
+    if plain is not None:  # _geminiscan.plain_file's reading: the rules below, in short
+        session, read = plain
+        events: list[Event] = []
+        seen: dict[str, int] = {}
+        for model, name, stamp, counts in read:
+            seen[name] = nth = seen.get(name, 0) + 1
+            if counts:
+                events.append((("json", name, str(nth)), stamp, session, model, *counts))
+        return events
     try:
         record = _load(text, raw)
     except (ValueError, RecursionError):
@@ -630,8 +671,8 @@ def parse_json_file(
     started = _first_time(record, ("startTime", "lastUpdated"), fallback)
     messages = record.get("messages")
     if isinstance(messages, list):
-        events: list[Event] = []
-        seen: dict[str, int] = {}
+        events = []
+        seen = {}
         for message in messages:
             if not (isinstance(message, dict) and message.get("type") == "gemini"):
                 continue
@@ -657,6 +698,17 @@ def parse_json_file(
         return [event] if event else []
     stamp = _first_time(record, ("timestamp",), fallback)
     return _stats(_stats_of(record), _text(record, "model"), session, stamp, ("stats", "0"))
+
+
+def _no_plain_file(raw: bytes) -> tuple[str, list[Plain]] | None:
+    """_geminiscan.plain_file's place without it: every file read by orjson and the rules."""
+    return None
+
+
+try:  # built from _geminiscan.c with the package; without a compiler, orjson and the rules
+    from agentwatch.sentinels.agent_ledger._geminiscan import plain_file as _plain_file
+except ImportError:  # pragma: no cover - the conformance tests require it
+    _plain_file = _no_plain_file
 
 
 def _lines(raw: bytes) -> Iterator[bytes]:
@@ -689,6 +741,29 @@ def parse_jsonl_file(
     by_id: dict[str, int] = {}
     anonymous = stats_seen = 0
     for record in _records(raw):
+        if type(record) is tuple:  # a plain line (Plain): the rules below, in short
+            model, name, stamp, counts = record
+            if model is not None:
+                hint = model
+            if name is None:
+                anonymous += 1
+                key: tuple[str, ...] = ("anon", str(anonymous))
+            else:
+                key = ("id", name)
+            if counts is None:
+                continue
+            if hint is None:
+                result.reject("no_model")
+            elif counts:
+                event = (key, stamp, session, hint, *counts)
+                if name is None:  # keep(), inline
+                    events.append(event)
+                elif name in by_id:
+                    events[by_id[name]] = event
+                else:
+                    by_id[name] = len(events)
+                    events.append(event)
+            continue
         if type(record) is not dict:
             result.reject("bad_line" if record is _BAD else "not_object")
             continue
@@ -702,7 +777,7 @@ def parse_jsonl_file(
             name = name.strip(RUST_WHITESPACE) or None if type(name) is str else None
             if name is None:
                 anonymous += 1
-                key: tuple[str, ...] = ("anon", str(anonymous))
+                key = ("anon", str(anonymous))
             else:
                 key = ("id", name)
             tokens = record.get("tokens")
@@ -754,24 +829,37 @@ def read_file(path: Path, result: ReadResult) -> None:
         return
     parse = parse_jsonl_file if path.suffix == ".jsonl" else parse_json_file
     project = _project_of(path.parent)
-    base = hashlib.blake2b(digest_size=16)
-    base.update(os.fsencode(path))
     fallback = _mtime_ms(path)
     append = result.entries.append
-    for parts, when, session, model, fresh, output, cache_read in parse(
-        path, text, raw, fallback, result
-    ):
+    events = parse(path, text, raw, fallback, result)
+    keys = _keys(f"{AGENT}:", os.fsencode(path), events)
+    for (_, when, session, model, fresh, output, cache_read), key in zip(events, keys, strict=True):
         if type(when) is not int:  # the kept copy of a message: its time now
             stamp = parse_timestamp(when.get("timestamp"))
             when = _first_time(when, ("created_at",), fallback) if stamp is None else stamp
-        # The key: stable across re-reads, the file's path and the response's place in it,
-        # never text (blake2b of the path, then a NUL before each part).
-        digest = base.copy()
-        digest.update(("\0" + "\0".join(parts)).encode("utf-8", "surrogatepass"))
         append(usage(
-            AGENT, f"{AGENT}:{digest.hexdigest()}", when / 1000, session, project, model,
-            fresh, output, cache_read, 0,
+            AGENT, key, when / 1000, session, project, model, fresh, output, cache_read, 0,
         ))  # fmt: skip
+
+
+def _keys_py(label: str, path: bytes, events: list[Event]) -> list[str]:
+    """Each event's key: stable across re-reads, the file's path and the response's place
+    in it, never text (label, then blake2b of the path and a NUL before each key part).
+    _geminiscan.keys makes the same in C, in one call per file."""
+    base = hashlib.blake2b(digest_size=16)
+    base.update(path)
+    keys = []
+    for event in events:
+        digest = base.copy()
+        digest.update(("\0" + "\0".join(event[0])).encode("utf-8", "surrogatepass"))
+        keys.append(label + digest.hexdigest())
+    return keys
+
+
+try:  # built from _geminiscan.c with the package; without a compiler, hashlib
+    from agentwatch.sentinels.agent_ledger._geminiscan import keys as _keys
+except ImportError:  # pragma: no cover - the conformance tests require it
+    _keys = _keys_py
 
 
 def read_files(paths: Iterable[Path]) -> ReadResult:

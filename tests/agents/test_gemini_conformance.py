@@ -183,11 +183,14 @@ RULES: dict[str, tuple[str, Callable[..., Any]]] = {
 def test_dropping_a_rule_breaks_conformance(
     rule: str, edge: tuple[Path, Path, Rows], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The rules as spelled out (Tokens, count, _first...): the reader's shortcut for the
-    plain token shape is switched off here and held equal to them below."""
+    """The rules as spelled out (Tokens, count, _first...): the reader's shortcuts (the
+    plain token shape, the C readers of plain lines and whole files) are switched off here
+    and held equal to them below."""
     data_dir, _, theirs = edge
     name, replacement = RULES[rule]
     monkeypatch.setattr(gemini, "message_counts", gemini.generic_counts)
+    monkeypatch.setattr(gemini, "_scan", gemini._scan_py)  # the C readers of plain lines
+    monkeypatch.setattr(gemini, "_plain_file", gemini._no_plain_file)  # and whole files
     monkeypatch.setattr(gemini, name, replacement)
     assert differences(reader_rows(data_dir), theirs), f"the corpus does not pin: {rule}"
 
@@ -504,3 +507,279 @@ def test_the_c_quote_count_is_orjsons_text() -> None:
     assert gemini._quotes_py(deep) == -1 and quotes(deep) == 300 * 3 + 2
     for odd in (object(), {1: 2}, ("a",), b"x", 1 << 64):
         assert quotes(odd) == -1
+
+
+# ----------------------------------------------------------------------------- the C reader
+
+
+def _real_plain_lines() -> list[bytes]:
+    """The `type: gemini` lines the real CLI wrote (compact JSON, thoughts and tool calls
+    with escapes in their text) and the generator's (", " separators)."""
+    lines = [
+        line
+        for path in sorted(FIXTURES.rglob("*.jsonl"))
+        for line in path.read_bytes().splitlines()
+        if line.startswith(b'{"id"') and b'"type":"gemini"' in line
+    ]
+    generated = gemini_corpus.session_lines(random.Random(3), "plain", 5, 12)
+    lines += [json.dumps(line).encode() for line in generated if '"gemini"' in json.dumps(line)]
+    return lines
+
+
+_STAMP = b'"2026-03-05T10:00:00.000Z"'
+_PLAIN = (
+    b'{"type": "gemini", "content": "say \\"hi\\"\\n\\t\\\\ \\/ \\b\\f\\r", "id": "p1", '
+    b'"timestamp": ' + _STAMP + b', "model": "gemini-2.5-pro", "tokens": {"input": 1000, '
+    b'"output": 10, "cached": 300, "thoughts": 5, "tool": 2, "total": 1017}, '
+    b'"toolCalls": [{"id": "t", "args": {"n": [1, -2, 0.5, -0, true, false, null, {}, []]}}]}'
+)
+_WIDTHS = (15, 16, 17, 40)  # odd bytes before, at and past the C loop's 16-byte blocks
+# (a piece of _PLAIN, what replaces it): the plain shape's edges, one at a time
+_PLAIN_VARIANTS = [
+    (b'"tokens": {"input": 1000, "output": 10, "cached": 300, "thoughts": 5, "tool": 2, '
+     b'"total": 1017}', replacement)
+    for replacement in (
+        b'"tokens": null', b'"tokens": {}', b'"tokens": []', b'"tokens": 5', b'"tokens": "x"',
+        b'"tokens": {"input": 0, "output": 0, "cached": 0, "thoughts": 0, "tool": 0, "total": 0}',
+        b'"tokens": {"input": 1, "output": 0, "cached": 0, "thoughts": 0, "tool": 0, "total": 9}',
+        b'"tokens": {"input": 5, "output": 1, "cached": 9, "thoughts": 0, "tool": 3, "total": 9}',
+        b'"tokens": {"input": 1, "output": 2, "cached": 3, "thoughts": 4, "tool": 5}',
+        b'"tokens": {"input": 1, "output": 2, "cached": 3, "thoughts": 4, "tool": 5, "total": 6,'
+        b' "prompt": 7}',
+        b'"tokens": {"input": 1, "input": 2, "output": 2, "cached": 3, "thoughts": 4, "tool": 5,'
+        b' "total": 6}',
+        b'"tokens": {"total": 6, "tool": 5, "thoughts": 4, "cached": 3, "output": 2, "input": 1}',
+        b'"tokens":{"input":1,"output":2,"cached":3,"thoughts":4,"tool":5,"total":15}',
+        b'"tokens" : { "input" : 1 , "output":2,"cached":3,"thoughts":4,"tool":5,"total":15 }',
+        b'"tokens": {"input": -1, "output": 2, "cached": 3, "thoughts": 4, "tool": 5, "total": 6}',
+        b'"tokens": {"input": 1.0, "output": 2, "cached": 3, "thoughts": 4, "tool": 5, "total": 6}',
+        b'"tokens": {"input": 1e3, "output": 2, "cached": 3, "thoughts": 4, "tool": 5, "total": 6}',
+        b'"tokens": {"input": 01, "output": 2, "cached": 3, "thoughts": 4, "tool": 5, "total": 6}',
+        b'"tokens": {"input": 999999999999999, "output": 2, "cached": 3, "thoughts": 4, '
+        b'"tool": 5, "total": 6}',
+        b'"tokens": {"input": 9007199254740993, "output": 2, "cached": 3, "thoughts": 4, '
+        b'"tool": 5, "total": 6}',
+        b'"tokens": {"input": 1, "output": 2, "cached": 3, "thoughts": 4, "tool": 5, "total": "6"}',
+        b'"tokens": {"input": 1, "output": 2, "cached": 3, "thoughts": 4, "tool": 5, '
+        b'"total": null}',
+        b'"tokens": {"input": 1, "output": 2, "cached": 3, "thoughts": 4, "tool": 5, '
+        b'"tot\\u0061l": 6}',
+        b'"tokens": {"input": 1, "output": 2, "cached": 3, "thoughts": 4, "tool": 5, "total": 6}, '
+        b'"tokens": null',
+    )
+] + [(b'"id": "p1"', replacement) for replacement in (
+    b'"id": ""', b'"id": "  "', b'"id": " p1 "', b'"id": 1', b'"id": null', b'"id": "p\\"1"',
+    b'"id": "p\\u0031"', b'"id": "\xc3\xa9"', b'"id": "p1\x7f"', b'"id": "p1", "id": "p2"',
+    b'"x": 1', b'"id": "p1", "sessionId": "s"', b'"id": "p1", "session_id": "s"',
+    b'"id": "p1", "stats": {"input": 5}', b'"id": "p1", "result": {"stats": {}}',
+    b'"id": "p1", "messages": [], "messages": []', b'"id": "p1", "created_at": 1, "created_at": 2',
+    b'"id": "p1", "startTime": 1, "startTime": 1', b'"id": "p1", "lastUpdated": 1, '
+    b'"lastUpdated": 1', b'"id": "p1", "content": 1', b'"i\\u0064": "p1"', b'"\\/id": "p1"',
+    b'"id":"p1"', b'"id"\t:\t"p1"',
+)] + [(b'"model": "gemini-2.5-pro"', replacement) for replacement in (
+    b'"model": ""', b'"model": " "', b'"model": " gemini-2.5-pro "', b'"model": null',
+    b'"model": 5', b'"x": 0', b'"model": "gemini-2.5-pro\\u3000"', b'"model": "\xe3\x80\x80m"',
+    b'"model": "gemini-2.5-pro", "model": "gemini-2.5-pro"', b'"model": "Gemini\\n"',
+)] + [(b'"type": "gemini"', replacement) for replacement in (
+    b'"type": "Gemini"', b'"type": "gemin\\u0069"', b'"kind": "gemini"', b'"type": null',
+    b'"type": "gemini", "type": "gemini"', b'"type":"gemini"', b'"type": "gemini "',
+)] + [(_STAMP, replacement) for replacement in (
+    b'"2026-02-29T10:00:00.000Z"', b'"2026-03-05T24:00:00.000Z"', b'"2026-03-05T10:00:00Z"',
+    b'"2026-03-05T10:00:00.000+00:00"', b'"2026-03-05T10:00:00.000Z", "created_at": '
+    + _STAMP, b'"x", "created_at": ' + _STAMP, b"null", b"5", _STAMP + b', "timestamp": '
+    + _STAMP, b'"2024-02-29T23:59:59.999Z"', b'"0000-01-01T00:00:00.000Z"',
+)] + [(b'"say', replacement) for replacement in (
+    b'"\xc3\xa9 \xe4\xb8\xad \xf0\x9d\x84\x9e', b'"\\u00e9', b'"\\x', b'"\x01', b'"\x7f',
+    b'"', b'["nest", ' * 70 + b"1" + b"]" * 70 + b', "say', b'"\\uzzzz', b'"\\u12"',
+    b'"\\ud800', b'"\\u', b'{"\\u0069d": 1, "\\uqq": 2}, "say',
+    *(b'"' + b"x" * width + odd for width in _WIDTHS
+      for odd in (b"\x1f", b"\x01", b"\\x", b"\\u0041", b"\x7f", b"\xc3\xa9", b"\\\"")),
+)] + [(b'"id": "p1"', b'"id": "' + b"p" * width + odd + b'"') for width in _WIDTHS
+      for odd in (b"\x1f", b"\x7f", b"\xc3\xa9", b"\\n", b" ", b"~")
+] + [(b"0.5", replacement) for replacement in (
+    b"1e5", b"1.5E-3", b"-", b"1.", b".5", b"+1", b"01", b"NaN", b"Infinity", b"1" * 25,
+    b"1" * 4400, b"18446744073709551616", b"tru", b"nul",
+)] + [(b'{"type"', b' \t{"type"'), (b"]}]}", b"]}]} "), (b"]}]}", b"]}]},"),
+      (b"]}]}", b"]}]}}"), (b"]}]}", b"]}]}{}"), (b'{"type"', b'\xef\xbb\xbf{"type"'),
+      (b'"toolCalls"', b'"toolCalls": [{"id": 1, "id": 2}], "tc"'),
+      (b'"toolCalls"', b'"toolCalls": [{"model": 1, "model": 2}], "tc"'),
+      (b'"toolCalls"', b'"x": {"timestamp": 1, "timestamp": 2}, "tc"')]  # fmt: skip
+_PLAIN_EDGES = [_PLAIN] + [_PLAIN.replace(old, new, 1) for old, new in _PLAIN_VARIANTS]
+# Bytes a mutation inserts or puts in place of one: JSON's own, escapes, UTF-8, controls.
+_MUTATIONS = (
+    b'"', b"\\", b"{", b"}", b"[", b"]", b":", b",", b" ", b"\t", b"\r", b"0", b"1", b"9",
+    b"-", b".", b"e", b"u", b"\\u0061", b"\\n", b"\xc3\xa9", b"\x00", b"\x1f", b"\x7f", b"x",
+    b'"id": "z", ', b'"model": "m2", ', b'"tokens": null, ', b"null", b"true",
+)  # fmt: skip
+_CONTEXT = (  # lines around them: the session's header, a user turn, a model named alone
+    b'{"sessionId": "s-plain", "startTime": "2026-03-05T09:00:00.000Z"}',
+    b'{"id": "u", "timestamp": "2026-03-05T09:59:00.000Z", "type": "user", "content": "q"}',
+    b'{"type": "info", "model": "gemini-2.5-flash"}', b'{"$set": {"lastUpdated": "x"}}',
+)  # fmt: skip
+
+
+def _mutated(rng: random.Random, line: bytes) -> bytes:
+    """line with one to three bytes inserted, dropped, replaced or a piece repeated."""
+    text = bytearray(line)
+    for _ in range(rng.randint(1, 3)):
+        at = rng.randrange(len(text))
+        how = rng.randrange(4)
+        if how == 0:
+            text[at:at] = rng.choice(_MUTATIONS)
+        elif how == 1:
+            del text[at]
+        elif how == 2:
+            text[at : at + 1] = rng.choice(_MUTATIONS)
+        else:
+            text[at:at] = text[at : at + rng.randint(1, 40)]
+    return bytes(text)
+
+
+def test_the_c_reader_of_plain_lines_reads_what_the_rules_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """_geminiscan.scan reads a plain `type: gemini` line in one pass. Files of the lines
+    the real CLI wrote, every edge of the plain shape above and 4,000 random mutations of
+    them (bytes inserted, dropped, replaced, repeated), mixed with a header, user turns and
+    a model named alone (what later lines inherit), read the same events and rejects as
+    with every line read by orjson and the rules in Python. Built with the package: its
+    absence fails here."""
+    from agentwatch.sentinels.agent_ledger._geminiscan import scan
+
+    assert gemini._scan is scan
+    real = _real_plain_lines()
+    assert len(real) >= 10
+    for line in [*real, _PLAIN]:  # the lines Gemini CLI writes: all taken by the C reader
+        assert scan(line, False)[1] == [], line
+    rng = random.Random(29)
+    path = tmp_path / "tmp" / "p" / "chats" / "session-plain.jsonl"
+    path.parent.mkdir(parents=True)
+    cases = [[line] for line in _PLAIN_EDGES + real]
+    for _ in range(4_000):
+        lines = [_mutated(rng, rng.choice(real + _PLAIN_EDGES))]
+        for _ in range(rng.randint(0, 4)):
+            lines.append(rng.choice((*_CONTEXT, *real, *_PLAIN_EDGES, lines[0])))
+        rng.shuffle(lines)
+        cases.append(lines)
+    taken = refused = 0
+    for lines in cases:
+        raw = b"\n".join(lines) + rng.choice((b"\n", b""))
+        path.write_bytes(raw)
+        fast = gemini.read_files([path])
+        with monkeypatch.context() as patch:
+            patch.setattr(gemini, "_scan", gemini._scan_py)
+            slow = gemini.read_files([path])
+        assert (fast.entries, fast.rejects) == (slow.entries, slow.rejects), raw
+        if _utf8(raw):  # what read_file would pass on, without \r
+            chosen, places, _ = scan(raw, b"\\u" in raw)
+            taken += len(chosen) - len(places)
+            refused += len(places)
+    assert taken > 3_000 and refused > 5_000  # both ways are well trodden
+
+
+def _utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return b"\r" not in raw
+
+
+def test_the_c_keys_are_hashlibs() -> None:
+    """_geminiscan.keys (BLAKE2b in C, one call per file) gives the keys _keys_py makes with
+    hashlib: paths of every length from 0 to 300 bytes (across BLAKE2b's 128-byte blocks),
+    key parts of any length with NULs, non-ASCII and lone surrogates (json.loads keeps a
+    \\ud800 escape), an event with no part at all. Built with the package."""
+    from agentwatch.sentinels.agent_ledger._geminiscan import keys
+
+    assert gemini._keys is keys
+    rng = random.Random(29)
+    alphabet = ("a", "0", "\0", "é", "中", "\U0001d11e", "\ud800", "\udfff")
+    for size in range(301):
+        path = bytes(rng.getrandbits(8) for _ in range(size))
+        events: list[gemini.Event] = [((), 0, "s", "m", 1, 2, 3)]
+        for _ in range(rng.randint(0, 5)):
+            parts = tuple(
+                "".join(rng.choice(alphabet) for _ in range(rng.choice((0, 1, 36, 127, 300))))
+                for _ in range(rng.randint(1, 4))
+            )
+            events.append((parts, 0, "s", "m", 1, 2, 3))
+        assert keys("gemini:", path, events) == gemini._keys_py("gemini:", path, events)
+    assert keys("gemini:", b"", []) == []
+
+
+def _whole_files() -> list[bytes]:
+    """Whole-file sessions as older Gemini CLI wrote them (the generator's form, written
+    with blanks and compact) and the edge corpus's .json files."""
+    found = []
+    for seed in range(6):
+        lines = gemini_corpus.session_lines(random.Random(seed), f"whole-{seed}", 5, 3)
+        records = [line for line in lines[1:] if isinstance(line, dict) and "id" in line]
+        value = {**gemini_corpus.header(f"whole-{seed}", gemini_corpus.at(5)), "messages": records}
+        found.append(json.dumps(value).encode())
+        found.append(json.dumps(value, separators=(",", ":")).encode())
+    return found
+
+
+# (a piece of a whole file, what replaces it): the plain shape's edges at the file's top
+_WHOLE_VARIANTS = [
+    (b'"sessionId": "whole-0"', b'"sessionId": " "'),
+    (b'"sessionId": "whole-0"', b'"sessionId": " whole-0 "'),
+    (b'"sessionId": "whole-0"', b'"x": 1'),
+    (b'"sessionId": "whole-0"', b'"sessionId": "whole-0", "sessionId": "b"'),
+    (b'"sessionId": "whole-0"', b'"sessionId": "whole-0", "session_id": "b"'),
+    (b'"sessionId": "whole-0"', b'"session_id": "whole-0"'),
+    (b'"sessionId": "whole-0"', b'"sessionId": 5'),
+    (b'"sessionId": "whole-0"', b'"sessionId": "wh\\u006fle"'),
+    (b'"sessionId": "whole-0"', b'"sessionId": "whole-0", "type": "gemini", "type": "x"'),
+    (b'"sessionId": "whole-0"', b'"sessionId": "whole-0", "messages": []'),
+    (b'"sessionId": "whole-0"', b'"sessionId": "whole-0", "stats": {"input": 5}'),
+    (b'"sessionId": "whole-0"', b'"sessionId": "whole-0", "type": "gemini", "model": "x", '
+     b'"id": "y", "timestamp": 1, "created_at": 2, "tokens": null, "result": {}'),
+    (b'"messages": [', b'"messages": [5, "x", null, [], '),
+    (b'"messages": [', b'"messages": [{"type": "gemini", "id": "n", "timestamp": "2026-03-05'
+     b'T10:00:00.000Z", "tokens": {"input": 1, "output": 1, "cached": 0, "thoughts": 0, '
+     b'"tool": 0, "total": 2}}, '),
+    (b'"messages": [', b'"messages": [{"type": "gemini", "model": " ", "timestamp": "2026-03-05'
+     b'T10:00:00.000Z", "tokens": {"input": 1, "output": 1, "cached": 0, "thoughts": 0, '
+     b'"tool": 0, "total": 2}}, '),
+    (b'"messages": [', b'"messages": [{"type": "gemini", "model": "m", "id": " ", "timestamp": '
+     b'"2026-03-05T10:00:00.000Z", "tokens": null}, {"type": 5}, {"type": "gemini\\/"}, '),
+    (b'"messages": [', b'"messages": [{"type": "user", "type": "gemini"}, '),
+    (b'"messages": [', b'"messages": [{"sessionId": "x"}, '),
+    (b'"messages": [', b'"messages": [{"type": "user", "content": [{"text": "\\u0041"}]}, '),
+    (b'"messages": [', b'"messages": {"a": ['),
+]  # fmt: skip
+
+
+def test_the_c_reader_of_whole_files_reads_what_the_rules_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """_geminiscan.plain_file reads a plain whole-file session in one pass: the generator's
+    sessions, the edge corpus's .json files, the top's edges above and 3,000 random
+    mutations of them read the same events and rejects as with orjson and the rules in
+    Python. Built with the package: its absence fails here."""
+    from agentwatch.sentinels.agent_ledger._geminiscan import plain_file
+
+    assert gemini._plain_file is plain_file
+    whole = _whole_files()
+    assert all(plain_file(text) is not None for text in whole)
+    edge = [path.read_bytes() for path in gemini_corpus.edge_cases(tmp_path / "e").files]
+    texts = [*whole, *(text for text in edge if text.lstrip().startswith(b"{"))]
+    texts += [whole[0].replace(old, new, 1) for old, new in _WHOLE_VARIANTS]
+    rng = random.Random(29)
+    texts += [
+        _mutated(rng, rng.choice(whole if rng.random() < 0.8 else texts)) for _ in range(3_000)
+    ]
+    path = tmp_path / "tmp" / "p" / "chats" / "session-whole.json"
+    path.parent.mkdir(parents=True)
+    taken = 0
+    for text in texts:
+        path.write_bytes(text)
+        fast = gemini.read_files([path])
+        with monkeypatch.context() as patch:
+            patch.setattr(gemini, "_plain_file", gemini._no_plain_file)
+            slow = gemini.read_files([path])
+        assert (fast.entries, fast.rejects) == (slow.entries, slow.rejects), text
+        taken += _utf8(text) and plain_file(text) is not None
+    assert 300 < taken < len(texts) - 1_000  # both ways are well trodden
