@@ -473,9 +473,219 @@ static PyObject *plain(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* ---- the dedup key and the record, made without Python bytecode ------------------------
+ *
+ * codex._key_py hashes "millis|model|input|cached|cache_write|output|reasoning|total" with
+ * SHA-256 and keeps the first 16 bytes in hex; key() does the same with the SHA-256 below
+ * (FIPS 180-4, written for this file; tests/agents/test_codex_conformance.py holds it equal
+ * to hashlib's on random inputs and to _key_py on random events). A knock-out that patches
+ * codex._key replaces this function too. */
+
+#include <stdint.h>
+
+static const uint32_t SHA_K[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+#define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void sha_block(uint32_t h[8], const unsigned char *p) {
+    uint32_t w[64];
+    for (int i = 0; i < 16; i++)
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+               (uint32_t)p[4 * i + 2] << 8 | (uint32_t)p[4 * i + 3];
+    for (int i = 16; i < 64; i++) {
+        uint32_t s0 = ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
+        uint32_t s1 = ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
+        w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
+    for (int i = 0; i < 64; i++) {
+        uint32_t t1 = k + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) + SHA_K[i] + w[i];
+        uint32_t t2 = (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+        k = g;
+        g = f;
+        f = e;
+        e = d + t1;
+        d = c;
+        c = b;
+        b = a;
+        a = t1 + t2;
+    }
+    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += k;
+}
+
+static void sha256(const unsigned char *data, size_t n, unsigned char out[32]) {
+    uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                     0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    size_t done = 0;
+    for (; n - done >= 64; done += 64) sha_block(h, data + done);
+    unsigned char tail[128] = {0};
+    size_t rest = n - done, size = rest + 9 <= 64 ? 64 : 128;
+    memcpy(tail, data + done, rest);
+    tail[rest] = 0x80;
+    uint64_t bits = (uint64_t)n * 8;
+    for (int i = 0; i < 8; i++) tail[size - 1 - i] = (unsigned char)(bits >> (8 * i));
+    sha_block(h, tail);
+    if (size == 128) sha_block(h, tail + 64);
+    for (int i = 0; i < 8; i++) {
+        out[4 * i] = (unsigned char)(h[i] >> 24);
+        out[4 * i + 1] = (unsigned char)(h[i] >> 16);
+        out[4 * i + 2] = (unsigned char)(h[i] >> 8);
+        out[4 * i + 3] = (unsigned char)h[i];
+    }
+}
+
+PyDoc_STRVAR(sha256_doc,
+"sha256(data: bytes) -> bytes\n\n"
+"The SHA-256 digest of data (hashlib.sha256(data).digest(); key() hashes with it).");
+
+static PyObject *sha256_py(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "sha256() takes bytes");
+        return NULL;
+    }
+    unsigned char out[32];
+    sha256((const unsigned char *)PyBytes_AS_STRING(arg), (size_t)PyBytes_GET_SIZE(arg), out);
+    return PyBytes_FromStringAndSize((const char *)out, 32);
+}
+
+/* Appends f"{value}" to a growing buffer (first `space`, on the stack; then the heap): a
+ * plain int in digits, anything else by format(). */
+typedef struct { char *p, *space; size_t n, cap; } text_buf;
+
+static int put(text_buf *t, const char *s, size_t n) {
+    if (t->n + n > t->cap) {
+        size_t cap = (t->n + n) * 2;
+        char *p = t->p == t->space ? PyMem_Malloc(cap) : PyMem_Realloc(t->p, cap);
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (t->p == t->space) memcpy(p, t->space, t->n);
+        t->p = p, t->cap = cap;
+    }
+    memcpy(t->p + t->n, s, n);
+    t->n += n;
+    return 0;
+}
+
+static int put_value(text_buf *t, PyObject *v) {
+    if (PyLong_CheckExact(v)) {
+        int overflow = 0;
+        long long n = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (!overflow && !(n == -1 && PyErr_Occurred())) {
+            char digits[24];
+            int len = snprintf(digits, sizeof digits, "%lld", n);
+            return put(t, digits, (size_t)len);
+        }
+        PyErr_Clear();
+    }
+    PyObject *s = PyObject_Format(v, NULL);
+    if (s == NULL) return -1;
+    Py_ssize_t len;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &len);
+    int r = u == NULL ? -1 : put(t, u, (size_t)len);
+    Py_DECREF(s);
+    return r;
+}
+
+PyDoc_STRVAR(key_doc,
+"key(event: tuple, millis: int) -> str\n\n"
+"codex._key_py(event, millis): \"codex:\" and the first 32 hex digits of the SHA-256 of\n"
+"f\"{millis}|{model}|{input}|{cached}|{cache_write}|{output}|{reasoning}|{total}\".");
+
+static PyObject *key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) < 3) {
+        PyErr_SetString(PyExc_TypeError, "key() takes an event and its millis");
+        return NULL;
+    }
+    PyObject *model = PyTuple_GET_ITEM(args[0], 1), *usage = PyTuple_GET_ITEM(args[0], 2);
+    if (!PyTuple_Check(usage) || PyTuple_GET_SIZE(usage) != 6) {
+        PyErr_SetString(PyExc_TypeError, "key(): an event's usage has six numbers");
+        return NULL;
+    }
+    char space[160];
+    text_buf t = {space, space, 0, sizeof space};
+    int bad = put_value(&t, args[1]) < 0 || put(&t, "|", 1) < 0 || put_value(&t, model) < 0;
+    for (int i = 0; i < 6 && !bad; i++)
+        bad = put(&t, "|", 1) < 0 || put_value(&t, PyTuple_GET_ITEM(usage, i)) < 0;
+    unsigned char digest[32];
+    if (!bad) sha256((const unsigned char *)t.p, t.n, digest);
+    if (t.p != space) PyMem_Free(t.p);
+    if (bad) return NULL;
+    static const char hex[] = "0123456789abcdef";
+    char out[6 + 32];
+    memcpy(out, "codex:", 6);
+    for (int i = 0; i < 16; i++) {
+        out[6 + 2 * i] = hex[digest[i] >> 4];
+        out[7 + 2 * i] = hex[digest[i] & 15];
+    }
+    return PyUnicode_DecodeASCII(out, sizeof out, NULL);
+}
+
+/* record(): a codex.CodexUsage with its fields set as object.__setattr__ sets them (what
+ * the frozen dataclass's __init__ does, without a Python call per field). record_class()
+ * names the class and its fields in order once, at import. */
+static PyObject *record_type, *record_names;
+
+PyDoc_STRVAR(record_class_doc,
+"record_class(cls: type, names: tuple[str, ...]) -> None\n\n"
+"The class record() makes and its fields, in the order record() takes them.");
+
+static PyObject *record_class(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2 || !PyType_Check(args[0]) || !PyTuple_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "record_class() takes a class and a tuple of names");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args[1]); i++)
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(args[1], i))) {
+            PyErr_SetString(PyExc_TypeError, "record_class(): names are strings");
+            return NULL;
+        }
+    Py_XSETREF(record_type, Py_NewRef(args[0]));
+    Py_XSETREF(record_names, Py_NewRef(args[1]));
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(record_doc,
+"record(*values) -> CodexUsage\n\n"
+"The record_class() class with its fields, in order, set to values (its __init__'s result).");
+
+static PyObject *record(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (record_type == NULL || nargs != PyTuple_GET_SIZE(record_names)) {
+        PyErr_SetString(PyExc_TypeError, "record(): one value per field of record_class()");
+        return NULL;
+    }
+    PyTypeObject *type = (PyTypeObject *)record_type;
+    PyObject *made = type->tp_alloc(type, 0);
+    if (made == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        if (PyObject_GenericSetAttr(made, PyTuple_GET_ITEM(record_names, i), args[i]) < 0) {
+            Py_DECREF(made);
+            return NULL;
+        }
+    return made;
+}
+
 static PyMethodDef methods[] = {
     {"collect", collect, METH_VARARGS, collect_doc},
     {"plain", plain, METH_O, plain_doc},
+    {"sha256", sha256_py, METH_O, sha256_doc},
+    {"key", (PyCFunction)(void (*)(void))key, METH_FASTCALL, key_doc},
+    {"record_class", (PyCFunction)(void (*)(void))record_class, METH_FASTCALL, record_class_doc},
+    {"record", (PyCFunction)(void (*)(void))record, METH_FASTCALL, record_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1023,13 +1023,27 @@ def _default_fast(path: Path, known: dict[Path, bool] | None = None) -> bool:
 # --- all files -----------------------------------------------------------------------------
 
 
-def _key(event: Event, millis: int) -> str:
+def _key_py(event: Event, millis: int) -> str:
     """ccusage's dedup identity (time, model, every token count), hashed: the same response
-    copied into two rollouts, or read again after an append or a rewrite, keeps its key."""
+    copied into two rollouts, or read again after an append or a rewrite, keeps its key.
+    _codexscan.key is the same in C (_key is that one when it is built)."""
     tokens_in, cached, write, tokens_out, reasoning, total = event.usage
     ident = f"{millis}|{event.model}|{tokens_in}|{cached}|{write}|{tokens_out}|{reasoning}|{total}"
     # the first 16 bytes of the digest in hex: the first 32 hex digits of hexdigest()
     return "codex:" + hashlib.sha256(ident.encode()).digest()[:16].hex()
+
+
+_key: Callable[[Event, int], str] = _key_py
+# CodexUsage(*fields), the same object: _codexscan.record sets each field as the frozen
+# dataclass's __init__ does (object.__setattr__), without a Python call per field.
+_record: Callable[..., CodexUsage] = CodexUsage
+try:  # built from _codexscan.c with the package; without it, the two above
+    from agentwatch.sentinels.agent_ledger import _codexscan
+
+    _codexscan.record_class(CodexUsage, tuple(f.name for f in dataclasses.fields(CodexUsage)))
+    _key, _record = _codexscan.key, _codexscan.record
+except ImportError:  # pragma: no cover - the conformance tests require it
+    pass
 
 
 def _place_key(event: Event, path: Path) -> str:
@@ -1086,7 +1100,7 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
     configs: dict[Path, bool] = {}
     folders: dict[str, bool] = {}  # a rollout's folder -> _default_fast (its home's, so the same)
     projects: dict[str, str] = {}
-    timestamp_ms, key_of, rank = parse_timestamp_ms, _key, _TIER_RANK
+    timestamp_ms, key_of, rank, make = parse_timestamp_ms, _key, _TIER_RANK, _record
     for path in ordered:
         meta, state, parent = metas[path], state_of(path), parents[path]
         prefix: list[Usage] | None = None
@@ -1121,7 +1135,7 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
             first = kept.get(ident)
             if first is None:
                 usage, tier = event.usage, event.fast
-                entry = CodexUsage(  # by position (agent, key, timestamp, session, project,
+                entry = make(  # by position (agent, key, timestamp, session, project,
                     # model, input, output, cache_read, cache_creation, cost_usd, fast)
                     AGENT,
                     ident if not event.mtime_stamped else _place_key(event, path),

@@ -739,3 +739,41 @@ def test_a_lone_surrogate_is_never_a_label(field: tuple[str, str], tmp_path: Pat
         for value in (entry.key, entry.session, entry.project, entry.model):
             value.encode("utf-8")
     assert sum(entry.input for entry in result.entries) + sum(result.rejects.values()) >= 1
+
+
+def test_the_c_key_is_the_python_key() -> None:
+    """_codexscan.sha256 is hashlib's SHA-256 on random data of 0 to 300 bytes (every
+    padding case) and longer; _codexscan.key (the _key in use) gives _key_py's key for
+    random events: big and odd numbers, non-ASCII models, ints past 64 bits."""
+    import hashlib
+
+    from agentwatch.sentinels.agent_ledger import _codexscan
+
+    assert codex._key is _codexscan.key
+    rng = random.Random(29)
+    for size in [*range(300), *(rng.randrange(300, 20_000) for _ in range(100))]:
+        data = rng.randbytes(size)
+        assert _codexscan.sha256(data) == hashlib.sha256(data).digest(), size
+    models = ["gpt-5", "gpt-5.1-codex", "", "mødel ✓", "a|b", "x" * 300, "codex-auto-review"]
+    numbers = [0, 1, 9, 10, 2**31, 2**53, 2**63 - 1, 2**63, 2**64 - 1, 2**64, 2**65 + 7]
+    for _ in range(5_000):
+        usage = codex.Usage(*(rng.choice([*numbers, rng.randrange(10**7)]) for _ in range(6)))
+        event = codex.Event("t", rng.choice(models), usage, None, 0)
+        millis = rng.choice([0, -1, -62_135_596_800_000, 253_402_300_799_999, rng.randrange(2**41)])
+        assert codex._key(event, millis) == codex._key_py(event, millis), (event, millis)
+
+
+def test_the_c_record_is_the_dataclass() -> None:
+    """_codexscan.record makes the CodexUsage the dataclass's __init__ makes from the same
+    values: equal, hashed alike, frozen, of the same class."""
+    import dataclasses
+
+    values = ("codex", "codex:ab", 1.5, "s", "p", "gpt-5", 1, 2, 3, 4, None, True)
+    made, expected = codex._record(*values), codex.CodexUsage(*values)
+    assert type(made) is codex.CodexUsage and made == expected and hash(made) == hash(expected)
+    assert dataclasses.astuple(made) == values
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.fast = False  # type: ignore[misc]
+    assert dataclasses.replace(made, fast=False) == codex.CodexUsage(*values[:-1], False)
+    with pytest.raises(TypeError):
+        codex._record(*values[:-1])
