@@ -420,26 +420,39 @@ PyDoc_STRVAR(plain_doc,
 "Codex's form, else None); a plain turn_context line: (model,\n"
 "cwd), either None when absent (see the comment in the source); None for any other line.");
 
+/* 1: a plain token_count line, 2: a plain turn_context line, 0: any other line (see the
+ * comment above); *f holds what was read. */
+static int plain_kind(const char *s, const char *end, top_fields *f) {
+    cursor c = {s, end, 0};
+    memset(f, 0, sizeof *f);
+    ws(&c);
+    if (members(&c, 0, top_member, f) < 0) return 0;
+    ws(&c);
+    payload_fields *p = &f->payload;
+    /* written compactly, the types are what codex.line_kind finds first: a session line */
+    if (c.s != c.end || !(f->seen & T_TYPE) || !(f->seen & T_PAYLOAD) || !f->type_compact)
+        return 0;
+    if (key_is(f->type, f->type_end, "event_msg")) {
+        if (!(f->seen & T_STAMP) || (p->seen & (P_TYPE | P_INFO | P_MODEL)) != (P_TYPE | P_INFO) ||
+            !key_is(p->type, p->type_end, "token_count") || !p->type_compact || p->info.seen != 3)
+            return 0;
+        return 1;
+    }
+    if (key_is(f->type, f->type_end, "turn_context")) return (p->seen & P_INFO) ? 0 : 2;
+    return 0;
+}
+
 static PyObject *plain(PyObject *self, PyObject *arg) {
     (void)self;
     if (!PyBytes_Check(arg)) {
         PyErr_SetString(PyExc_TypeError, "plain() takes bytes");
         return NULL;
     }
-    cursor c = {PyBytes_AS_STRING(arg), PyBytes_AS_STRING(arg) + PyBytes_GET_SIZE(arg), 0};
     top_fields f;
-    memset(&f, 0, sizeof f);
-    ws(&c);
-    if (members(&c, 0, top_member, &f) < 0) Py_RETURN_NONE;
-    ws(&c);
+    const char *s = PyBytes_AS_STRING(arg);
+    int kind = plain_kind(s, s + PyBytes_GET_SIZE(arg), &f);
     payload_fields *p = &f.payload;
-    /* written compactly, the types are what codex.line_kind finds first: a session line */
-    if (c.s != c.end || !(f.seen & T_TYPE) || !(f.seen & T_PAYLOAD) || !f.type_compact)
-        Py_RETURN_NONE;
-    if (key_is(f.type, f.type_end, "event_msg")) {
-        if (!(f.seen & T_STAMP) || (p->seen & (P_TYPE | P_INFO | P_MODEL)) != (P_TYPE | P_INFO) ||
-            !key_is(p->type, p->type_end, "token_count") || !p->type_compact || p->info.seen != 3)
-            Py_RETURN_NONE;
+    if (kind == 1) {
         PyObject *total = usage_tuple(&p->info.total), *last = usage_tuple(&p->info.last);
         PyObject *stamp = text(1, f.stamp, f.stamp_end);
         if (total == NULL || last == NULL || stamp == NULL) {
@@ -459,8 +472,7 @@ static PyObject *plain(PyObject *self, PyObject *arg) {
         }
         return Py_BuildValue("(NNNN)", stamp, total, last, ms);
     }
-    if (key_is(f.type, f.type_end, "turn_context")) {
-        if (p->seen & P_INFO) Py_RETURN_NONE;
+    if (kind == 2) {
         PyObject *model = text(p->seen & P_MODEL, p->model, p->model_end);
         PyObject *cwd = text(p->seen & P_CWD, p->cwd, p->cwd_end);
         if (model == NULL || cwd == NULL) {
@@ -473,6 +485,242 @@ static PyObject *plain(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+/* ---- the plain lines of a chunk taken whole, state and all -----------------------------
+ *
+ * advance() walks the lines collect() would find, from `pos` on, and takes each plain line
+ * (plain() answers for it) the way codex._plain_line_read and the rules behind it take it:
+ * a turn_context sets the FileState's model and cwd; a token_count runs _recorded (total
+ * recomputed when 0, then Usage.normalised) on both usage objects, appends the first two
+ * stamps, takes turn_usage's result (last_token_usage when the running total moved, else
+ * Usage.minus of the totals), sets previous_totals and appends _count's Event with
+ * _resolve_model's model. It hands back (next_pos, offset, line) at the first line it does
+ * not take, for the rules in Python: any other line, a timestamp not in Codex's own form,
+ * a model that would be resolved as codex-auto-review, a previous total that is no six
+ * u64s, a total past u64. codex.parse_file calls it only while every rule it repeats is the
+ * module's own (a knock-out that patches one turns it off), and
+ * tests/agents/test_codex_conformance.py holds its FileState equal to the rules'. */
+
+typedef unsigned long long u64;
+
+static int u64_of(PyObject *v, u64 *out) {
+    if (!PyLong_CheckExact(v)) return 0;
+    u64 n = PyLong_AsUnsignedLongLong(v);
+    if (n == (u64)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    *out = n;
+    return 1;
+}
+
+/* _recorded: total recomputed (0 when input + output is not), then normalised; 0 when the
+ * sum passes u64 (the rules in Python then decide). */
+static int recorded(u64 n[6]) {
+    if (n[5] == 0 && (n[0] | n[3]) != 0 && __builtin_add_overflow(n[0], n[3], &n[5])) return 0;
+    return 1;
+}
+
+static void normalise(u64 n[6]) {
+    if (n[1] > n[0]) n[1] = n[0];
+    if (n[2] > n[0] - n[1]) n[2] = n[0] - n[1];
+}
+
+/* A tuple subclass (Usage, Event) of `n` new references; they are released on failure. */
+static PyObject *made(PyTypeObject *type, Py_ssize_t n, PyObject **items) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (items[i] == NULL) {
+            for (Py_ssize_t j = 0; j < n; j++) Py_XDECREF(items[j]);
+            return NULL;
+        }
+    PyObject *out = type->tp_alloc(type, n);
+    if (out == NULL) {
+        for (Py_ssize_t j = 0; j < n; j++) Py_DECREF(items[j]);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(out, i, items[i]);
+    return out;
+}
+
+static PyObject *usage_of(PyTypeObject *type, const u64 n[6]) {
+    PyObject *items[6];
+    for (int i = 0; i < 6; i++) items[i] = PyLong_FromUnsignedLongLong(n[i]);
+    return made(type, 6, items);
+}
+
+typedef struct {
+    PyObject *state, *events, *stamps, *tier, *model, *cwd;
+    PyTypeObject *usage_type, *event_type;
+    u64 previous[6];
+    int has_previous, previous_known, model_set, cwd_set, previous_set;
+} walk;
+
+static int write_back(walk *w) {
+    int bad = 0;
+    if (w->model_set) bad |= PyObject_SetAttrString(w->state, "model", w->model) < 0;
+    if (w->cwd_set && !bad) bad |= PyObject_SetAttrString(w->state, "cwd", w->cwd) < 0;
+    if (w->previous_set && !bad) {
+        PyObject *total = usage_of(w->usage_type, w->previous);
+        bad = total == NULL || PyObject_SetAttrString(w->state, "previous_totals", total) < 0;
+        Py_XDECREF(total);
+    }
+    return bad ? -1 : 0;
+}
+
+static void let_go(walk *w) {
+    Py_XDECREF(w->events);
+    Py_XDECREF(w->stamps);
+    Py_XDECREF(w->tier);
+    Py_XDECREF(w->model);
+    Py_XDECREF(w->cwd);
+}
+
+/* Takes one plain token_count line; 0: not taken (nothing changed), -1: an error. */
+static int count(walk *w, const top_fields *f, const char *line, const char *data,
+                 Py_ssize_t base, PyObject *fallback, PyObject *auto_review) {
+    long long millis;
+    if (!w->previous_known || !zulu_ms(f->stamp, f->stamp_end, &millis)) return 0;
+    PyObject *model = w->model == Py_None ? fallback : w->model;
+    int review = PyObject_RichCompareBool(model, auto_review, Py_EQ);
+    if (review != 0) return review < 0 ? -1 : 0;
+    u64 total[6], last[6], turn[6];
+    memcpy(total, f->payload.info.total.n, sizeof total);
+    memcpy(last, f->payload.info.last.n, sizeof last);
+    if (!recorded(total) || !recorded(last)) return 0;
+    normalise(total);
+    normalise(last);
+    if (PyList_GET_SIZE(w->stamps) < 2) {
+        PyObject *stamp = PyLong_FromLongLong(millis);
+        int bad = stamp == NULL || PyList_Append(w->stamps, stamp) < 0;
+        Py_XDECREF(stamp);
+        if (bad) return -1;
+    }
+    if (!w->has_previous || memcmp(w->previous, total, sizeof total) != 0) {
+        memcpy(turn, last, sizeof turn);
+    } else {
+        for (int i = 0; i < 6; i++) turn[i] = total[i] > w->previous[i] ? total[i] - w->previous[i] : 0;
+        normalise(turn);
+    }
+    memcpy(w->previous, total, sizeof total);
+    w->has_previous = w->previous_set = 1;
+    if (!(turn[0] | turn[1] | turn[2] | turn[3] | turn[4])) return 1;
+    if (w->model == Py_None) {
+        Py_SETREF(w->model, Py_NewRef(fallback));
+        w->model_set = 1;
+    }
+    PyObject *items[7] = {
+        PyUnicode_DecodeASCII(f->stamp, f->stamp_end - f->stamp, NULL),
+        Py_NewRef(w->model),
+        usage_of(w->usage_type, turn),
+        Py_NewRef(w->tier),
+        PyLong_FromSsize_t(base + (line - data)),
+        Py_NewRef(Py_False),
+        PyLong_FromLongLong(millis),
+    };
+    PyObject *event = made(w->event_type, 7, items);
+    if (event == NULL) return -1;
+    int bad = PyList_Append(w->events, event) < 0;
+    Py_DECREF(event);
+    return bad ? -1 : 1;
+}
+
+/* Takes one plain turn_context line. */
+static int turn(walk *w, const top_fields *f) {
+    const payload_fields *p = &f->payload;
+    if (p->seen & P_MODEL) {
+        const char *a = p->model, *b = p->model_end; /* str.strip(): ASCII here, so blanks */
+        while (a < b && *a == ' ') a++;
+        while (b > a && b[-1] == ' ') b--;
+        if (a < b) {
+            PyObject *model = PyUnicode_DecodeASCII(a, b - a, NULL);
+            if (model == NULL) return -1;
+            Py_SETREF(w->model, model);
+            w->model_set = 1;
+        }
+    }
+    if (p->seen & P_CWD) {
+        PyObject *cwd = PyUnicode_DecodeASCII(p->cwd, p->cwd_end - p->cwd, NULL);
+        if (cwd == NULL) return -1;
+        Py_XSETREF(w->cwd, cwd);
+        w->cwd_set = 1;
+    }
+    return 1;
+}
+
+PyDoc_STRVAR(advance_doc,
+"advance(data, stop, base, pos, state, usage_type, event_type, fallback, auto_review)\n"
+"    -> tuple[int, int, bytes] | None\n\n"
+"Takes the plain lines of data[pos:stop] into state (a codex.FileState) as the rules\n"
+"take them, up to the first line it does not take: (where to go on, base + its start,\n"
+"the line); None at stop. See the comment in the source.");
+
+static PyObject *advance(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 9 || !PyBytes_Check(args[0]) || !PyType_Check(args[5]) ||
+        !PyType_IsSubtype((PyTypeObject *)args[5], &PyTuple_Type) || !PyType_Check(args[6]) ||
+        !PyType_IsSubtype((PyTypeObject *)args[6], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "advance() takes bytes, three ints, a state and two tuple types, two models");
+        return NULL;
+    }
+    Py_ssize_t size = PyBytes_GET_SIZE(args[0]);
+    Py_ssize_t stop = PyLong_AsSsize_t(args[1]), base = PyLong_AsSsize_t(args[2]);
+    Py_ssize_t pos = PyLong_AsSsize_t(args[3]);
+    if (PyErr_Occurred()) return NULL;
+    if (stop < 0 || stop > size || pos < 0 || pos > stop) {
+        PyErr_SetString(PyExc_ValueError, "advance(): pos <= stop must lie in the block");
+        return NULL;
+    }
+    walk w;
+    memset(&w, 0, sizeof w);
+    w.state = args[4];
+    w.usage_type = (PyTypeObject *)args[5];
+    w.event_type = (PyTypeObject *)args[6];
+    PyObject *previous = NULL, *out = NULL;
+    w.events = PyObject_GetAttrString(w.state, "events");
+    w.stamps = PyObject_GetAttrString(w.state, "usage_stamps");
+    w.tier = PyObject_GetAttrString(w.state, "tier");
+    w.model = PyObject_GetAttrString(w.state, "model");
+    previous = PyObject_GetAttrString(w.state, "previous_totals");
+    if (w.events == NULL || w.stamps == NULL || w.tier == NULL || w.model == NULL ||
+        previous == NULL)
+        goto done;
+    if (!PyList_Check(w.events) || !PyList_Check(w.stamps)) {
+        PyErr_SetString(PyExc_TypeError, "advance(): a state's events and stamps are lists");
+        goto done;
+    }
+    w.previous_known = previous == Py_None;
+    if (PyTuple_Check(previous) && PyTuple_GET_SIZE(previous) == 6) {
+        w.previous_known = w.has_previous = 1;
+        for (int i = 0; i < 6; i++)
+            w.previous_known &= u64_of(PyTuple_GET_ITEM(previous, i), &w.previous[i]);
+    }
+    const char *data = PyBytes_AS_STRING(args[0]), *from = data + pos, *end = data + stop;
+    while (from < end) {
+        const char *hit = find_needle(from, end);
+        if (hit == NULL) break;
+        const char *newline = memrchr(from, '\n', (size_t)(hit - from));
+        const char *start = newline != NULL ? newline + 1 : from;
+        const char *after = memchr(hit, '\n', (size_t)(end - hit));
+        const char *stop_at = after != NULL ? after + 1 : end;
+        top_fields f;
+        int kind = plain_kind(start, stop_at, &f), took = 0;
+        if (kind == 1) took = count(&w, &f, start, data, base, args[7], args[8]);
+        else if (kind == 2) took = turn(&w, &f);
+        if (took < 0) goto done;
+        if (!took) {
+            if (write_back(&w) == 0)
+                out = Py_BuildValue("(nny#)", (Py_ssize_t)(stop_at - data), base + (start - data),
+                                    start, (Py_ssize_t)(stop_at - start));
+            goto done;
+        }
+        from = stop_at;
+    }
+    if (write_back(&w) == 0) out = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(previous);
+    let_go(&w);
+    return out;
+}
 /* ---- the dedup key and the record, made without Python bytecode ------------------------
  *
  * codex._key_py hashes "millis|model|input|cached|cache_write|output|reasoning|total" with
@@ -682,6 +930,7 @@ static PyObject *record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 static PyMethodDef methods[] = {
     {"collect", collect, METH_VARARGS, collect_doc},
     {"plain", plain, METH_O, plain_doc},
+    {"advance", (PyCFunction)(void (*)(void))advance, METH_FASTCALL, advance_doc},
     {"sha256", sha256_py, METH_O, sha256_doc},
     {"key", (PyCFunction)(void (*)(void))key, METH_FASTCALL, key_doc},
     {"record_class", (PyCFunction)(void (*)(void))record_class, METH_FASTCALL, record_class_doc},

@@ -782,16 +782,24 @@ def _no_plain_line(line: bytes) -> None:
     return None
 
 
+_Advance = Callable[..., tuple[int, int, bytes] | None]
+_advance: _Advance | None = None
 try:  # built from _codexscan.c with the package; without a compiler, the rules in Python
+    from agentwatch.sentinels.agent_ledger import _codexscan
     from agentwatch.sentinels.agent_ledger._codexscan import collect as _collect
     from agentwatch.sentinels.agent_ledger._codexscan import plain as _plain_line
+
+    _advance = _codexscan.advance
 except ImportError:  # pragma: no cover - the conformance tests require it
     _collect, _plain_line = _candidates_py, _no_plain_line
 
 
-def _candidate_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
+def _candidate_lines(
+    handle: BinaryIO, state: FileState | None = None, fast: tuple[Any, ...] | None = None
+) -> Iterator[tuple[int, bytes]]:
     """(offset, line) of each line that may be a session or headless line, newline kept,
-    read in chunks of whole lines."""
+    read in chunks of whole lines. With `fast` (_fast_rules()), _codexscan.advance takes
+    the plain lines into `state` itself, and only the others are given."""
     collect = _collect
     base, rest, size = 0, b"", CHUNK
     while True:
@@ -801,10 +809,37 @@ def _candidate_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
         if chunk and end == 0:  # no whole line yet: read on, twice as much each time
             rest, size = data, max(CHUNK, len(data))
             continue
-        yield from collect(data, end, base)
+        if fast is None or _advance is None:
+            yield from collect(data, end, base)
+        else:
+            pos = 0
+            while (found := _advance(data, end, base, pos, state, *fast)) is not None:
+                pos, offset, line = found
+                yield offset, line
         if not chunk:
             return
         rest, base, size = data[end:], base + end, CHUNK
+
+
+def _rules() -> tuple[Any, ...]:
+    """The rules _codexscan.advance repeats in C, as this module holds them now."""
+    return (
+        _plain_line, _plain_line_read, _count, _recorded, turn_usage, _resolve_model,
+        parse_timestamp_ms, Usage.normalised, Usage.minus, Usage.empty, _collect,
+    )  # fmt: skip
+
+
+_OWN_RULES = _rules()
+
+
+def _fast_rules() -> tuple[Any, ...] | None:
+    """_codexscan.advance's arguments when every rule it repeats is this module's own; None
+    when one was replaced (a knock-out test does), so that the rules in Python run."""
+    if _advance is None:
+        return None
+    if any(now is not own for now, own in zip(_rules(), _OWN_RULES, strict=True)):
+        return None
+    return (Usage, Event, FALLBACK_MODEL, AUTO_REVIEW_MODEL)
 
 
 # Nesting this deep may pass orjson (its limit is 1024) and still exhaust the stdlib
@@ -854,9 +889,10 @@ def parse_file(path: Path, rejects: Rejects) -> FileState:
     mtime = ""
     kind_of, loads, line_ok, session_line = line_kind, _loads, _session_line_ok, _session_line
     token_count_line, plain_line, plain_read = _token_count_line, _plain_line, _plain_line_read
+    fast = _fast_rules()
     try:
         with open(path, "rb", buffering=0) as handle:  # whole chunks: no buffer
-            for offset, line in _candidate_lines(handle):
+            for offset, line in _candidate_lines(handle, state, fast):
                 # a plain line (a session line to line_kind: its types are compact) is
                 # read in one pass in C
                 found = plain_line(line)

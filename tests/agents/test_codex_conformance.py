@@ -777,3 +777,119 @@ def test_the_c_record_is_the_dataclass() -> None:
     assert dataclasses.replace(made, fast=False) == codex.CodexUsage(*values[:-1], False)
     with pytest.raises(TypeError):
         codex._record(*values[:-1])
+
+
+_REVIEW_TURN = _PLAIN_TURN.replace(b'"gpt-5.4"', b'"codex-auto-review"')
+_HUGE = b"18446744073709551615"
+# Lines that move the state _codexscan.advance keeps (model, tier, previous total, stamps)
+# or that it must hand back to the rules: an auto-review model, a tier, repeated and reset
+# totals, a total past u64 (kept by the rules as the previous total), no usage at all.
+LOOP_EDGES = [
+    _REVIEW_TURN,
+    _PLAIN_TURN.replace(b'"model":"gpt-5.4"', b'"model":"gpt-5.1-codex"'),
+    b'{"timestamp":"2026-03-01T10:00:00.000Z","type":"event_msg","payload":{"type":'
+    b'"thread_settings_applied","thread_settings":{"service_tier":"priority"}}}',
+    b'{"timestamp":"2026-03-01T10:00:00.000Z","type":"event_msg","payload":{"type":'
+    b'"thread_settings_applied","thread_settings":{"service_tier":"default"}}}',
+    _PLAIN_COUNT.replace(_LAST, _USAGE),
+    _PLAIN_COUNT.replace(_USAGE, _LAST),
+    _PLAIN_COUNT.replace(b":120,", b":0,").replace(b":60,", b":0,").replace(b":9,", b":0,")
+    .replace(b":5,", b":0,").replace(b":20,", b":0,").replace(b":10,", b":0,")
+    .replace(b":3,", b":0,").replace(b":1,", b":0,"),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"input_tokens":' + _HUGE)
+    .replace(b'"output_tokens":9', b'"output_tokens":' + _HUGE)
+    .replace(b'"total_tokens":129', b'"total_tokens":0'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"prompt_tokens":' + _HUGE)
+    .replace(b'"output_tokens":9', b'"output_tokens":' + _HUGE)
+    .replace(b'"total_tokens":129', b'"total_tokens":0'),
+    _PLAIN_COUNT.replace(b"10:00:00.000Z", b"10:00:00.500Z"),
+    _PLAIN_COUNT.replace(b"2026-03-01T10:00:00.000Z", b"1969-12-31T23:59:59.000Z"),
+    b'{"timestamp":"2026-03-01T10:00:00.000Z","type":"session_meta","payload":{"id":"s"}}',
+    b'{"timestamp":"2026-03-01T10:00:01.000Z","usage":{"input_tokens":5,"output_tokens":2}}',
+]  # fmt: skip
+
+
+def _states(path: Path) -> dict[str, tuple[codex.FileState, list[str]]]:
+    """parse_file's state and rejects of `path` three ways: with _codexscan.advance taking
+    the plain lines (fast), with only _codexscan.plain (plain), with the rules alone
+    (rules); an event's millis, known only where C read the line, is checked and dropped."""
+    out = {}
+    for way in ("fast", "plain", "rules"):
+        with pytest.MonkeyPatch.context() as patch:
+            if way == "plain":
+                patch.setattr(codex, "_advance", None)
+            elif way == "rules":
+                patch.setattr(codex, "_plain_line", codex._no_plain_line)
+            rejects: list[str] = []
+            state = codex.parse_file(path, rejects.append)
+        for event in state.events:
+            assert event.millis in (None, codex.parse_timestamp_ms(event.timestamp))
+        state.events = [event._replace(millis=None) for event in state.events]
+        out[way] = (state, rejects)
+    return out
+
+
+def test_the_c_loop_takes_plain_lines_as_the_rules_take_them(tmp_path: Path) -> None:
+    """_codexscan.advance keeps a rollout's state in C across its plain lines and hands the
+    others back: 2,000 rollouts of 1 to 14 random lines (the edges above, a third of them
+    mutated by a byte) read in chunks of a random size leave the same FileState (events,
+    model, cwd, tier, previous total, stamps) and rejects as the rules alone, and as the
+    reader before the loop (_codexscan.plain per line)."""
+    from agentwatch.sentinels.agent_ledger._codexscan import advance
+
+    assert codex._advance is advance and codex._fast_rules() is not None
+    rng = random.Random(29)
+    pool = PLAIN_EDGES + LOOP_EDGES
+    rollout = tmp_path / "sessions" / "rollout-loop.jsonl"
+    rollout.parent.mkdir()
+    events = 0
+    for _ in range(2_000):
+        lines = []
+        for _ in range(rng.randint(1, 14)):
+            line = bytearray(rng.choice(pool))
+            if rng.random() < 0.3:
+                at = rng.randrange(len(line))
+                line[at : at + rng.randrange(2)] = rng.choice(_MUTATIONS)
+            lines.append(bytes(line))
+        rollout.write_bytes(b"\n".join(lines) + rng.choice([b"\n", b""]))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(codex, "CHUNK", rng.choice([1, 50, 300, 1 << 20]))
+            states = _states(rollout)
+        assert states["fast"] == states["rules"] == states["plain"], lines
+        events += len(states["fast"][0].events)
+    assert events > 3_000  # the rollouts do count responses
+
+
+def test_the_c_loop_reads_real_and_generated_rollouts_as_the_rules(
+    corpora: dict[int, codex_corpus.Corpus],
+) -> None:
+    """Every rollout the real Codex CLI wrote (the fixtures) and every generated one: the
+    same FileState and rejects with the C loop as with the rules alone."""
+    paths = [*FIXTURES.rglob("*.jsonl")]
+    for corpus in corpora.values():
+        paths += corpus.home.rglob("*.jsonl")
+    assert len(paths) > 50
+    for path in paths:
+        states = _states(path)
+        assert states["fast"] == states["rules"] == states["plain"], path
+
+
+@pytest.mark.parametrize("index", range(len(codex._OWN_RULES)))
+def test_a_knocked_out_rule_turns_the_c_loop_off(
+    index: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The C loop repeats these rules: when a test replaces any one of them (a knock-out),
+    parse_file runs the rules in Python, so the knock-out reaches every line."""
+    assert codex._fast_rules() is not None
+    names = [
+        "_plain_line", "_plain_line_read", "_count", "_recorded", "turn_usage",
+        "_resolve_model", "parse_timestamp_ms", "Usage.normalised", "Usage.minus",
+        "Usage.empty", "_collect",
+    ]  # fmt: skip
+    assert len(names) == len(codex._OWN_RULES)
+    owner, _, name = names[index].rpartition(".")
+    target = codex.Usage if owner else codex
+    original = getattr(target, name)
+    assert original is codex._OWN_RULES[index]
+    monkeypatch.setattr(target, name, lambda *args: original(*args))
+    assert codex._fast_rules() is None
