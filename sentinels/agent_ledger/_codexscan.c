@@ -851,20 +851,19 @@ PyDoc_STRVAR(key_doc,
 "codex._key_py(event, millis): \"codex:\" and the first 32 hex digits of the SHA-256 of\n"
 "f\"{millis}|{model}|{input}|{cached}|{cache_write}|{output}|{reasoning}|{total}\".");
 
-static PyObject *key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 2 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) < 3) {
+static PyObject *key_of(PyObject *event, PyObject *millis) {
+    if (!PyTuple_Check(event) || PyTuple_GET_SIZE(event) < 3) {
         PyErr_SetString(PyExc_TypeError, "key() takes an event and its millis");
         return NULL;
     }
-    PyObject *model = PyTuple_GET_ITEM(args[0], 1), *usage = PyTuple_GET_ITEM(args[0], 2);
+    PyObject *model = PyTuple_GET_ITEM(event, 1), *usage = PyTuple_GET_ITEM(event, 2);
     if (!PyTuple_Check(usage) || PyTuple_GET_SIZE(usage) != 6) {
         PyErr_SetString(PyExc_TypeError, "key(): an event's usage has six numbers");
         return NULL;
     }
     char space[160];
     text_buf t = {space, space, 0, sizeof space};
-    int bad = put_value(&t, args[1]) < 0 || put(&t, "|", 1) < 0 || put_value(&t, model) < 0;
+    int bad = put_value(&t, millis) < 0 || put(&t, "|", 1) < 0 || put_value(&t, model) < 0;
     for (int i = 0; i < 6 && !bad; i++)
         bad = put(&t, "|", 1) < 0 || put_value(&t, PyTuple_GET_ITEM(usage, i)) < 0;
     unsigned char digest[32];
@@ -879,6 +878,15 @@ static PyObject *key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
         out[7 + 2 * i] = hex[digest[i] & 15];
     }
     return PyUnicode_DecodeASCII(out, sizeof out, NULL);
+}
+
+static PyObject *key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "key() takes an event and its millis");
+        return NULL;
+    }
+    return key_of(args[0], args[1]);
 }
 
 /* record(): a codex.CodexUsage with its fields set as object.__setattr__ sets them (what
@@ -910,8 +918,7 @@ PyDoc_STRVAR(record_doc,
 "record(*values) -> CodexUsage\n\n"
 "The record_class() class with its fields, in order, set to values (its __init__'s result).");
 
-static PyObject *record(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
+static PyObject *new_record(PyObject *const *args, Py_ssize_t nargs) {
     if (record_type == NULL || nargs != PyTuple_GET_SIZE(record_names)) {
         PyErr_SetString(PyExc_TypeError, "record(): one value per field of record_class()");
         return NULL;
@@ -927,6 +934,85 @@ static PyObject *record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return made;
 }
 
+static PyObject *record(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    return new_record(args, nargs);
+}
+
+/* assemble(): codex.read_files's loop over one rollout's events, for the events it covers
+ * alone: a time known (millis read by C), no mtime stamp, a key not kept yet. For each it
+ * makes the key (key()) and the record (record(): agent, key, millis / 1000, session,
+ * project, model, input - cached - cache_write, output, cached, cache_write, None, the
+ * recorded tier or the default) and keeps [record, tier, default] under the key. It
+ * returns the index of the first event it does not cover (read_files takes that one in
+ * Python), or None at the end. read_files calls it only while codex._key and
+ * codex._record are these functions. */
+PyDoc_STRVAR(assemble_doc,
+"assemble(events, start, kept, agent, session, project, default_fast) -> int | None\n\n"
+"read_files's loop over events[start:], up to the first event it leaves to Python\n"
+"(its index; None at the end). See the comment in the source.");
+
+static PyObject *assemble(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 7 || !PyList_Check(args[0]) || !PyDict_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "assemble() takes a list, an int, a dict and four values");
+        return NULL;
+    }
+    PyObject *events = args[0], *kept = args[2], *default_fast = args[6];
+    Py_ssize_t index = PyLong_AsSsize_t(args[1]);
+    if (index == -1 && PyErr_Occurred()) return NULL;
+    for (; index >= 0 && index < PyList_GET_SIZE(events); index++) {
+        PyObject *event = PyList_GET_ITEM(events, index);
+        if (!PyTuple_Check(event) || PyTuple_GET_SIZE(event) != 7) break;
+        PyObject *millis = PyTuple_GET_ITEM(event, 6), *usage = PyTuple_GET_ITEM(event, 2);
+        if (!PyLong_CheckExact(millis) || PyTuple_GET_ITEM(event, 5) != Py_False) break;
+        if (!PyTuple_Check(usage) || PyTuple_GET_SIZE(usage) != 6) break;
+        long long ms = PyLong_AsLongLong(millis);
+        if (ms == -1 && PyErr_Occurred()) return NULL;
+        if (ms > (1LL << 53) || ms < -(1LL << 53)) break;
+        PyObject *ident = key_of(event, millis);
+        if (ident == NULL) return NULL;
+        int seen = PyDict_Contains(kept, ident);
+        if (seen != 0) {
+            Py_DECREF(ident);
+            if (seen < 0) return NULL;
+            break;
+        }
+        PyObject *tier = PyTuple_GET_ITEM(event, 3);
+        PyObject *cached = PyTuple_GET_ITEM(usage, 1), *write = PyTuple_GET_ITEM(usage, 2);
+        PyObject *stamp = PyFloat_FromDouble((double)ms / 1000.0);
+        PyObject *part = PyNumber_Subtract(PyTuple_GET_ITEM(usage, 0), cached);
+        PyObject *fresh = part == NULL ? NULL : PyNumber_Subtract(part, write);
+        Py_XDECREF(part);
+        PyObject *entry = NULL;
+        if (stamp != NULL && fresh != NULL) {
+            PyObject *values[12] = {
+                args[3], ident, stamp, args[4], args[5], PyTuple_GET_ITEM(event, 1), fresh,
+                PyTuple_GET_ITEM(usage, 3), cached, write, Py_None,
+                tier == Py_None ? default_fast : tier,
+            };
+            entry = new_record(values, 12);
+        }
+        Py_XDECREF(stamp);
+        Py_XDECREF(fresh);
+        PyObject *first = entry == NULL ? NULL : PyList_New(3);
+        if (first == NULL) {
+            Py_XDECREF(entry);
+            Py_DECREF(ident);
+            return NULL;
+        }
+        PyList_SET_ITEM(first, 0, entry);
+        PyList_SET_ITEM(first, 1, Py_NewRef(tier));
+        PyList_SET_ITEM(first, 2, Py_NewRef(default_fast));
+        int bad = PyDict_SetItem(kept, ident, first) < 0;
+        Py_DECREF(first);
+        Py_DECREF(ident);
+        if (bad) return NULL;
+    }
+    if (index >= PyList_GET_SIZE(events)) Py_RETURN_NONE;
+    return PyLong_FromSsize_t(index);
+}
+
 static PyMethodDef methods[] = {
     {"collect", collect, METH_VARARGS, collect_doc},
     {"plain", plain, METH_O, plain_doc},
@@ -935,6 +1021,7 @@ static PyMethodDef methods[] = {
     {"key", (PyCFunction)(void (*)(void))key, METH_FASTCALL, key_doc},
     {"record_class", (PyCFunction)(void (*)(void))record_class, METH_FASTCALL, record_class_doc},
     {"record", (PyCFunction)(void (*)(void))record, METH_FASTCALL, record_doc},
+    {"assemble", (PyCFunction)(void (*)(void))assemble, METH_FASTCALL, assemble_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -26,3 +26,13 @@ def advance(
     auto_review: str,
     /,
 ) -> tuple[int, int, bytes] | None: ...
+def assemble(
+    events: list[Any],
+    start: int,
+    kept: dict[str, list[Any]],
+    agent: str,
+    session: str,
+    project: str,
+    default_fast: bool,
+    /,
+) -> int | None: ...

@@ -1078,8 +1078,11 @@ try:  # built from _codexscan.c with the package; without it, the two above
 
     _codexscan.record_class(CodexUsage, tuple(f.name for f in dataclasses.fields(CodexUsage)))
     _key, _record = _codexscan.key, _codexscan.record
+    # read_files's loop in C, while _key and _record are these (a knock-out replaces _key)
+    _assemble: Callable[..., int | None] | None = _codexscan.assemble
 except ImportError:  # pragma: no cover - the conformance tests require it
-    pass
+    _assemble = None
+_C_KEY_AND_RECORD = (_key, _record)
 
 
 def _place_key(event: Event, path: Path) -> str:
@@ -1137,6 +1140,7 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
     folders: dict[str, bool] = {}  # a rollout's folder -> _default_fast (its home's, so the same)
     projects: dict[str, str] = {}
     timestamp_ms, key_of, rank, make = parse_timestamp_ms, _key, _TIER_RANK, _record
+    assemble = _assemble if (key_of, make) == _C_KEY_AND_RECORD else None
     for path in ordered:
         meta, state, parent = metas[path], state_of(path), parents[path]
         prefix: list[Usage] | None = None
@@ -1160,7 +1164,14 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
             default_fast = folders[folder] = _default_fast(path, configs)
         project = _project(meta.cwd or state.cwd, projects)
         session = meta.session_id
-        for event in events:
+        index: int | None = 0
+        while index is not None and index < len(events):
+            if assemble is not None:  # the events C covers alone; it stops at another
+                index = assemble(events, index, kept, AGENT, session, project, default_fast)
+                if index is None:
+                    break
+            event = events[index]
+            index += 1
             millis = event.millis
             if millis is None:
                 millis = timestamp_ms(event.timestamp)

@@ -893,3 +893,40 @@ def test_a_knocked_out_rule_turns_the_c_loop_off(
     assert original is codex._OWN_RULES[index]
     monkeypatch.setattr(target, name, lambda *args: original(*args))
     assert codex._fast_rules() is None
+
+
+def _random_home(folder: Path, rng: random.Random) -> Path:
+    """A Codex home of 300 rollouts of random plain, tier and edge lines (one day, so
+    many responses are copies of one another across rollouts)."""
+    pool = PLAIN_EDGES + LOOP_EDGES
+    for number in range(300):
+        rollout = folder / "sessions" / "2026" / "03" / "01" / f"rollout-{number}.jsonl"
+        rollout.parent.mkdir(parents=True, exist_ok=True)
+        lines = [rng.choice(pool) for _ in range(rng.randint(1, 12))]
+        lines.insert(rng.randrange(len(lines)), rng.choice(LOOP_EDGES[2:4]))  # a tier
+        stamp = f"2026-03-01T10:00:0{rng.randrange(3)}.000Z".encode()
+        lines = [line.replace(b"2026-03-01T10:00:00.000Z", stamp) for line in lines]
+        rollout.write_bytes(b"\n".join(lines) + b"\n")
+    return folder
+
+
+def test_the_c_assembly_makes_the_records_python_makes(
+    corpora: dict[int, codex_corpus.Corpus], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """_codexscan.assemble (read_files's loop over a rollout's events, in C, leaving copies,
+    mtime-timed and untimed events to Python) gives the same records in the same order and
+    the same rejects as the loop in Python, on both generated homes (copies, forks, tiers,
+    headless output), the real CLI's rollouts and a home of random lines with recorded
+    tiers and many copies."""
+    assert codex._assemble is not None
+    homes = [corpus.home for corpus in corpora.values()] + [FIXTURES]
+    homes.append(_random_home(tmp_path / "random", random.Random(29)))
+    for home in homes:
+        paths = codex.files(home)
+        fast = codex.read_files(paths)
+        with monkeypatch.context() as patch:
+            patch.setattr(codex, "_assemble", None)
+            slow = codex.read_files(paths)
+        assert fast.entries == slow.entries and fast.rejects == slow.rejects, home
+        assert [type(entry) for entry in fast.entries] == [type(e) for e in slow.entries]
+        assert len(fast.entries) > 5
