@@ -730,6 +730,12 @@ done:
  * codex._key replaces this function too. */
 
 #include <stdint.h>
+#ifdef Py_T_OBJECT_EX /* 3.12 on */
+#define FIELD_OBJECT Py_T_OBJECT_EX
+#else
+#include <structmember.h>
+#define FIELD_OBJECT T_OBJECT_EX
+#endif
 
 static const uint32_t SHA_K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -831,9 +837,14 @@ static int put_value(text_buf *t, PyObject *v) {
         int overflow = 0;
         long long n = PyLong_AsLongLongAndOverflow(v, &overflow);
         if (!overflow && !(n == -1 && PyErr_Occurred())) {
-            char digits[24];
-            int len = snprintf(digits, sizeof digits, "%lld", n);
-            return put(t, digits, (size_t)len);
+            char digits[24], *end = digits + sizeof digits, *p = end;
+            unsigned long long u = n < 0 ? 0ULL - (unsigned long long)n : (unsigned long long)n;
+            do {
+                *--p = (char)('0' + u % 10);
+                u /= 10;
+            } while (u);
+            if (n < 0) *--p = '-';
+            return put(t, p, (size_t)(end - p));
         }
         PyErr_Clear();
     }
@@ -893,6 +904,12 @@ static PyObject *key(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
  * the frozen dataclass's __init__ does, without a Python call per field). record_class()
  * names the class and its fields in order once, at import. */
 static PyObject *record_type, *record_names;
+/* Where each field's slot lies in a record, when every field is a plain object slot (a
+ * member descriptor, as a slots dataclass has): record() then stores into the slots as
+ * object.__setattr__ would, without looking the names up. 0: set by name. */
+#define MAX_FIELDS 32
+static Py_ssize_t record_offsets[MAX_FIELDS];
+static int record_direct;
 
 PyDoc_STRVAR(record_class_doc,
 "record_class(cls: type, names: tuple[str, ...]) -> None\n\n"
@@ -911,6 +928,16 @@ static PyObject *record_class(PyObject *self, PyObject *const *args, Py_ssize_t 
         }
     Py_XSETREF(record_type, Py_NewRef(args[0]));
     Py_XSETREF(record_names, Py_NewRef(args[1]));
+    Py_ssize_t n = PyTuple_GET_SIZE(args[1]);
+    record_direct = n <= MAX_FIELDS && !((PyTypeObject *)args[0])->tp_dictoffset;
+    for (Py_ssize_t i = 0; i < n && record_direct; i++) {
+        PyObject *found = _PyType_Lookup((PyTypeObject *)args[0], PyTuple_GET_ITEM(args[1], i));
+        record_direct = found != NULL && Py_IS_TYPE(found, &PyMemberDescr_Type);
+        if (!record_direct) break;
+        PyMemberDef *member = ((PyMemberDescrObject *)found)->d_member;
+        record_direct = member->type == FIELD_OBJECT && member->offset > 0;
+        record_offsets[i] = member->offset;
+    }
     Py_RETURN_NONE;
 }
 
@@ -926,6 +953,11 @@ static PyObject *new_record(PyObject *const *args, Py_ssize_t nargs) {
     PyTypeObject *type = (PyTypeObject *)record_type;
     PyObject *made = type->tp_alloc(type, 0);
     if (made == NULL) return NULL;
+    if (record_direct) {
+        for (Py_ssize_t i = 0; i < nargs; i++)
+            *(PyObject **)((char *)made + record_offsets[i]) = Py_NewRef(args[i]);
+        return made;
+    }
     for (Py_ssize_t i = 0; i < nargs; i++)
         if (PyObject_GenericSetAttr(made, PyTuple_GET_ITEM(record_names, i), args[i]) < 0) {
             Py_DECREF(made);
