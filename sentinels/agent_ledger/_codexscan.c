@@ -1045,9 +1045,328 @@ static PyObject *assemble(PyObject *self, PyObject *const *args, Py_ssize_t narg
     return PyLong_FromSsize_t(index);
 }
 
+/* ---- a session_meta first line, read without building it --------------------------------
+ *
+ * meta(line) reads what codex._meta_of takes from a rollout's first line: the payload's
+ * id, cwd and forked_from_id, and the top's timestamp as epoch ms. It walks the whole line
+ * as strict JSON (so that a line json.loads refuses is never read here): strings of valid
+ * UTF-8 and valid escapes, with no \u escape of a surrogate; no nesting past MAX_DEPTH; a
+ * key written with an escape, a key the rules read given twice, a read value that is an
+ * escaped string, a timestamp not in Codex's form and a payload "source" object (with no
+ * string forked_from_id) all give None: codex._meta_of's rules in Python then decide.
+ * tests/agents/test_codex_conformance.py holds the two equal. */
+
+typedef struct {
+    const char *s, *end;
+} lenient;
+
+static inline void lws(lenient *c) {
+    while (c->s < c->end && (*c->s == ' ' || *c->s == '\t' || *c->s == '\n' || *c->s == '\r'))
+        c->s++;
+}
+
+static int hex4(const char *p, unsigned *out) {
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        char ch = p[i];
+        v <<= 4;
+        if (ch >= '0' && ch <= '9') v |= (unsigned)(ch - '0');
+        else if (ch >= 'a' && ch <= 'f') v |= (unsigned)(ch - 'a' + 10);
+        else if (ch >= 'A' && ch <= 'F') v |= (unsigned)(ch - 'A' + 10);
+        else return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* The length of a valid UTF-8 sequence at p (no overlong form, no surrogate, at most
+ * U+10FFFF), or 0. */
+static int utf8_length(const unsigned char *p, const unsigned char *end) {
+    unsigned char a = p[0];
+    int n = a >= 0xf0 ? 4 : a >= 0xe0 ? 3 : a >= 0xc2 ? 2 : 0;
+    if (n == 0 || a > 0xf4 || end - p < n) return 0;
+    for (int i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80) return 0;
+    if (a == 0xe0 && p[1] < 0xa0) return 0;
+    if (a == 0xed && p[1] >= 0xa0) return 0;
+    if (a == 0xf0 && p[1] < 0x90) return 0;
+    if (a == 0xf4 && p[1] >= 0x90) return 0;
+    return n;
+}
+
+/* A string at c->s ('"'): its contents in [*from, *to) and *escaped whether it holds an
+ * escape. -1: no valid string here, or one holding a surrogate escape. */
+static int lstring(lenient *c, const char **from, const char **to, int *escaped) {
+    const char *p = c->s + 1;
+    *escaped = 0;
+    for (;;) {
+#if defined(__SSE2__)
+        const __m128i quote = _mm_set1_epi8('"'), slash = _mm_set1_epi8('\\');
+        const __m128i low = _mm_set1_epi8(0x20);
+        while (c->end - p >= 16) {
+            __m128i a = _mm_loadu_si128((const __m128i *)p);
+            __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(a, quote),
+                                                        _mm_cmpeq_epi8(a, slash)),
+                                           _mm_cmplt_epi8(a, low)); /* signed: < 0x20 or >= 0x80 */
+            unsigned mask = (unsigned)_mm_movemask_epi8(special);
+            if (mask) {
+                p += __builtin_ctz(mask);
+                break;
+            }
+            p += 16;
+        }
+#endif
+        if (p >= c->end) return -1;
+        unsigned char ch = (unsigned char)*p;
+        if (ch == '"') {
+            *from = c->s + 1;
+            *to = p;
+            c->s = p + 1;
+            return 0;
+        }
+        if (ch == '\\') {
+            *escaped = 1;
+            if (c->end - p < 2) return -1;
+            char e = p[1];
+            if (e == 'u') {
+                unsigned v;
+                if (c->end - p < 6 || hex4(p + 2, &v) < 0 || (v >= 0xd800 && v <= 0xdfff))
+                    return -1;
+                p += 6;
+            } else if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' ||
+                       e == 'r' || e == 't') {
+                p += 2;
+            } else {
+                return -1;
+            }
+            continue;
+        }
+        if (ch < 0x20) return -1;
+        if (ch >= 0x80) {
+            int n = utf8_length((const unsigned char *)p, (const unsigned char *)c->end);
+            if (n == 0) return -1;
+            p += n;
+            continue;
+        }
+        p++;
+    }
+}
+
+static int lvalue(lenient *c, int depth);
+
+static int lcontainer(lenient *c, int depth) {
+    if (depth > MAX_DEPTH) return -1;
+    char close = *c->s == '{' ? '}' : ']';
+    int object = close == '}';
+    c->s++;
+    lws(c);
+    if (c->s < c->end && *c->s == close) {
+        c->s++;
+        return 0;
+    }
+    for (;;) {
+        if (object) {
+            const char *a, *b;
+            int escaped;
+            if (c->s >= c->end || *c->s != '"' || lstring(c, &a, &b, &escaped) < 0) return -1;
+            lws(c);
+            if (c->s >= c->end || *c->s != ':') return -1;
+            c->s++;
+            lws(c);
+        }
+        if (lvalue(c, depth + 1) < 0) return -1;
+        lws(c);
+        if (c->s >= c->end) return -1;
+        if (*c->s == ',') {
+            c->s++;
+            lws(c);
+            continue;
+        }
+        if (*c->s != close) return -1;
+        c->s++;
+        return 0;
+    }
+}
+
+static int lvalue(lenient *c, int depth) {
+    if (c->s >= c->end) return -1;
+    const char *a, *b;
+    int escaped;
+    cursor n = {c->s, c->end, 0};
+    switch (*c->s) {
+    case '"': return lstring(c, &a, &b, &escaped);
+    case '{': case '[': return lcontainer(c, depth);
+    case 't': n.s = c->s; if (word(&n, "true", 4) < 0) return -1; break;
+    case 'f': if (word(&n, "false", 5) < 0) return -1; break;
+    case 'n': if (word(&n, "null", 4) < 0) return -1; break;
+    default: {
+        /* number(): a JSON number; an exponent is read here too (no value read is one) */
+        const char *p = c->s;
+        if (p < c->end && *p == '-') p++;
+        if (p >= c->end || !is_digit(*p)) return -1;
+        if (*p == '0') p++;
+        else while (p < c->end && is_digit(*p)) p++;
+        if (p < c->end && *p == '.') {
+            p++;
+            if (p >= c->end || !is_digit(*p)) return -1;
+            while (p < c->end && is_digit(*p)) p++;
+        }
+        if (p < c->end && (*p == 'e' || *p == 'E')) {
+            p++;
+            if (p < c->end && (*p == '+' || *p == '-')) p++;
+            if (p >= c->end || !is_digit(*p)) return -1;
+            while (p < c->end && is_digit(*p)) p++;
+        }
+        n.s = p;
+    }
+    }
+    c->s = n.s;
+    return 0;
+}
+
+/* A read string value: 1 a plain string in [*from, *to), 0 another value (skipped), -1 give
+ * up (an escaped string, or no valid value). */
+static int read_text(lenient *c, int depth, const char **from, const char **to) {
+    if (c->s < c->end && *c->s == '"') {
+        int escaped;
+        if (lstring(c, from, to, &escaped) < 0 || escaped) return -1;
+        return 1;
+    }
+    return lvalue(c, depth) < 0 ? -1 : 0;
+}
+
+/* meta fields: 1 a plain string, 0 another value, -1 absent */
+typedef struct {
+    const char *type, *type_end, *stamp, *stamp_end, *id, *id_end, *cwd, *cwd_end, *fork,
+        *fork_end;
+    int type_is, stamp_is, id_is, cwd_is, fork_is, payload_object, source_object, seen;
+} meta_fields;
+
+#define M_TYPE 1
+#define M_STAMP 2
+#define M_PAYLOAD 4
+#define M_ID 8
+#define M_CWD 16
+#define M_FORK 32
+#define M_SOURCE 64
+
+static int once(meta_fields *f, int bit) {
+    if (f->seen & bit) return -1;
+    f->seen |= bit;
+    return 0;
+}
+
+/* An object's members at c->s: in the payload (payload != 0) or at the top. */
+static int meta_members(lenient *c, int depth, meta_fields *f, int payload) {
+    c->s++;
+    lws(c);
+    if (c->s < c->end && *c->s == '}') {
+        c->s++;
+        return 0;
+    }
+    for (;;) {
+        const char *a, *b;
+        int escaped, r = 0;
+        if (c->s >= c->end || *c->s != '"' || lstring(c, &a, &b, &escaped) < 0 || escaped)
+            return -1;
+        lws(c);
+        if (c->s >= c->end || *c->s != ':') return -1;
+        c->s++;
+        lws(c);
+        if (!payload && key_is(a, b, "type")) {
+            r = once(f, M_TYPE) < 0 ? -1 : (f->type_is = read_text(c, depth, &f->type, &f->type_end));
+        } else if (!payload && key_is(a, b, "timestamp")) {
+            r = once(f, M_STAMP) < 0 ? -1
+                                     : (f->stamp_is = read_text(c, depth, &f->stamp, &f->stamp_end));
+        } else if (!payload && key_is(a, b, "payload")) {
+            if (once(f, M_PAYLOAD) < 0) return -1;
+            if (c->s < c->end && *c->s == '{') {
+                if (depth + 1 > MAX_DEPTH) return -1;
+                f->payload_object = 1;
+                r = meta_members(c, depth + 1, f, 1);
+            } else {
+                r = lvalue(c, depth);
+            }
+        } else if (payload && key_is(a, b, "id")) {
+            r = once(f, M_ID) < 0 ? -1 : (f->id_is = read_text(c, depth, &f->id, &f->id_end));
+        } else if (payload && key_is(a, b, "cwd")) {
+            r = once(f, M_CWD) < 0 ? -1 : (f->cwd_is = read_text(c, depth, &f->cwd, &f->cwd_end));
+        } else if (payload && key_is(a, b, "forked_from_id")) {
+            r = once(f, M_FORK) < 0 ? -1
+                                    : (f->fork_is = read_text(c, depth, &f->fork, &f->fork_end));
+        } else if (payload && key_is(a, b, "source")) {
+            if (once(f, M_SOURCE) < 0) return -1;
+            f->source_object = c->s < c->end && *c->s == '{';
+            r = lvalue(c, depth);
+        } else {
+            r = lvalue(c, depth);
+        }
+        if (r < 0) return -1;
+        lws(c);
+        if (c->s >= c->end) return -1;
+        if (*c->s == ',') {
+            c->s++;
+            lws(c);
+            continue;
+        }
+        if (*c->s != '}') return -1;
+        c->s++;
+        return 0;
+    }
+}
+
+static PyObject *text_or_empty(int is, const char *from, const char *to) {
+    if (is != 1) return PyUnicode_FromStringAndSize("", 0);
+    return PyUnicode_DecodeUTF8(from, to - from, NULL);
+}
+
+PyDoc_STRVAR(meta_doc,
+"meta(line: bytes) -> tuple[str, str, int | None, str] | None\n\n"
+"(session id, parent id, fork time in epoch ms, cwd) of a session_meta first line, as\n"
+"codex._meta_of reads them; None for a line it leaves to _meta_of (see the source).");
+
+static PyObject *meta(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyBytes_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "meta() takes bytes");
+        return NULL;
+    }
+    lenient c = {PyBytes_AS_STRING(arg), PyBytes_AS_STRING(arg) + PyBytes_GET_SIZE(arg)};
+    meta_fields f;
+    memset(&f, 0, sizeof f);
+    f.type_is = f.stamp_is = f.id_is = f.cwd_is = f.fork_is = -1;
+    lws(&c);
+    if (c.s >= c.end || *c.s != '{' || meta_members(&c, 0, &f, 0) < 0) Py_RETURN_NONE;
+    lws(&c);
+    if (c.s != c.end) Py_RETURN_NONE;
+    long long millis = 0;
+    PyObject *forked_at = Py_None;
+    if (f.stamp_is == 1) {
+        if (!zulu_ms(f.stamp, f.stamp_end, &millis)) Py_RETURN_NONE;
+        if (millis >= 0) forked_at = NULL; /* made below */
+    } else if (f.stamp_is == 0) {
+        Py_RETURN_NONE; /* a number or another value: _meta_of decides */
+    }
+    int session = f.type_is == 1 && key_is(f.type, f.type_end, "session_meta") && f.payload_object;
+    if (session && f.fork_is != 1 && f.source_object) Py_RETURN_NONE;
+    PyObject *id = text_or_empty(session ? f.id_is : 0, f.id, f.id_end);
+    PyObject *parent = text_or_empty(session ? f.fork_is : 0, f.fork, f.fork_end);
+    PyObject *cwd = text_or_empty(session ? f.cwd_is : 0, f.cwd, f.cwd_end);
+    PyObject *at = forked_at == NULL ? PyLong_FromLongLong(millis) : Py_NewRef(Py_None);
+    if (id == NULL || parent == NULL || cwd == NULL || at == NULL) {
+        Py_XDECREF(id);
+        Py_XDECREF(parent);
+        Py_XDECREF(cwd);
+        Py_XDECREF(at);
+        return NULL;
+    }
+    return Py_BuildValue("(NNNN)", id, parent, at, cwd);
+}
+
 static PyMethodDef methods[] = {
     {"collect", collect, METH_VARARGS, collect_doc},
     {"plain", plain, METH_O, plain_doc},
+    {"meta", meta, METH_O, meta_doc},
     {"advance", (PyCFunction)(void (*)(void))advance, METH_FASTCALL, advance_doc},
     {"sha256", sha256_py, METH_O, sha256_doc},
     {"key", (PyCFunction)(void (*)(void))key, METH_FASTCALL, key_doc},

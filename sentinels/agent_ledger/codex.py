@@ -790,8 +790,10 @@ try:  # built from _codexscan.c with the package; without a compiler, the rules 
     from agentwatch.sentinels.agent_ledger._codexscan import plain as _plain_line
 
     _advance = _codexscan.advance
+    _meta_line: Callable[[bytes], tuple[str, str, int | None, str] | None] | None
+    _meta_line = _codexscan.meta
 except ImportError:  # pragma: no cover - the conformance tests require it
-    _collect, _plain_line = _candidates_py, _no_plain_line
+    _collect, _plain_line, _meta_line = _candidates_py, _no_plain_line, None
 
 
 def _candidate_lines(
@@ -944,6 +946,19 @@ META_READ = 1 << 15  # bytes read at a time for a first line (Codex's are about 
 
 
 def _meta_of(first: bytes) -> Meta:
+    """The Meta of a first line: _codexscan.meta reads a plain one (most of a Codex line is
+    its instructions, which no rule reads) without building it; _meta_of_py any other, or
+    every one while parse_timestamp_ms is not this module's own (a knock-out test)."""
+    if _meta_line is not None and parse_timestamp_ms is _OWN_RULES[6]:
+        found = _meta_line(first)
+        if found is not None:
+            session_id, parent_id, forked_at, cwd = found
+            return Meta(session_id, parent_id, forked_at, cwd)
+    return _meta_of_py(first)
+
+
+def _meta_of_py(first: bytes) -> Meta:
+    """The Meta of a first line, by the rules: json's object, its fields read leniently."""
     meta = Meta()
     try:
         entry = _loads(first)

@@ -930,3 +930,81 @@ def test_the_c_assembly_makes_the_records_python_makes(
         assert fast.entries == slow.entries and fast.rejects == slow.rejects, home
         assert [type(entry) for entry in fast.entries] == [type(e) for e in slow.entries]
         assert len(fast.entries) > 5
+
+
+def _meta_line(payload: str, top: str = '"timestamp":"2026-03-01T10:00:00.000Z",') -> bytes:
+    return ("{" + top + '"type":"session_meta","payload":{' + payload + "}}\n").encode()
+
+
+_INSTRUCTIONS = '"base_instructions":{"text":"You are Codex.\\n\\"Quote\\" \\u00e9 é ✓ \\/ \\t"}'
+# First lines _codexscan.meta reads, declines, or must read exactly as _meta_of_py does.
+META_EDGES = [
+    *(path.read_bytes().split(b"\n", 1)[0] + b"\n" for path in sorted(FIXTURES.rglob("*.jsonl"))),
+    _meta_line('"id":"s-1","cwd":"/w/p1",' + _INSTRUCTIONS),
+    _meta_line('"id":"s-2","cwd":"/w/p2","forked_from_id":"s-1",' + _INSTRUCTIONS),
+    _meta_line('"id":"s-3","source":{"subagent":{"thread_spawn":{"parent_thread_id":"s-1"}}}'),
+    _meta_line('"id":"s-3","forked_from_id":"s-0","source":{"subagent":{}}'),
+    _meta_line('"id":"s-3","forked_from_id":7,"source":"cli"'),
+    _meta_line('"id":"s-4","source":"exec","cwd":null'),
+    _meta_line('"id":7,"cwd":["/w"],"forked_from_id":null'),
+    _meta_line('"id":"s-\\u0035","cwd":"/w/caf\\u00e9"'),
+    _meta_line('"id":"s-\\ud800","cwd":"/w"'),
+    _meta_line('"id":"s-6","x":"\\ud83d\\ude00"'),
+    _meta_line('"id":"s-7","id":"s-8"'),
+    _meta_line('"i\\u0064":"s-9"'),
+    _meta_line('"id":"s-10","n":1.5e3,"m":-0,"k":[true,false,null,{}],"big":123456789012345678901234'),
+    _meta_line('"id":"s-11","n":NaN'),
+    _meta_line('"id":"s-12","n":01'),
+    _meta_line('"id":"s-13","deep":' + "[" * 70 + "]" * 70),
+    _meta_line('"id":"s-14"', top='"timestamp":"1969-12-31T23:59:59.000Z",'),
+    _meta_line('"id":"s-15"', top='"timestamp":"2026-03-01T12:00:00+02:00",'),
+    _meta_line('"id":"s-16"', top='"timestamp":" 2026-03-01T10:00:00.000Z ",'),
+    _meta_line('"id":"s-17"', top='"timestamp":1772359200,'),
+    _meta_line('"id":"s-18"', top='"timestamp":null,'),
+    _meta_line('"id":"s-19"', top=""),
+    _meta_line('"id":"s-20"', top='"timestamp":"2026-02-30T10:00:00.000Z",'),
+    _meta_line('"id":"s-21"', top='"timestamp":"2026-03-01T10:00:00.000Z","type":"x",'),
+    _meta_line('"id":"s-22"').replace(b'"session_meta"', b'"turn_context"'),
+    _meta_line('"id":"s-23"').replace(b'"payload":{', b'"payload":[{').replace(b"}}", b"}]}"),
+    _meta_line('"id":"s-24"').replace(b"}}\n", b'},"payload":{"id":"s-25"}}\n'),
+    _meta_line('"id":"s-26"').replace(b"\n", b" x\n"),
+    b"\xef\xbb\xbf" + _meta_line('"id":"s-27"'),
+    _meta_line('"id":"s-28","bad":"\xc3\x28"'),
+    _meta_line('"id":"s-29","enc":"\xed\xa0\x80"'),
+    _meta_line('"id":"s-30","ctl":"a\tb"'),
+    _meta_line('"cwd":"/w/a@b","id":"s-32"').replace(b"@", b"\xed\xa0\x80"),  # a surrogate
+    _meta_line('"cwd":"/w/a@b","id":"s-33"').replace(b"@", b"\xf4\x90\x80\x80"),  # > U+10FFFF
+    _meta_line('"cwd":"/w/a@b","id":"s-34"').replace(b"@", b"\xe0\x80\xaf"),  # overlong
+    _meta_line('"cwd":"/w/a@b","id":"s-35"').replace(b"@", b"\xf0\x9f\x98\x80"),  # valid
+    b" \t" + _meta_line('"id":"s-31"').replace(b"\n", b" \r\n"),
+    b"",
+    b"[]\n",
+]  # fmt: skip
+_META_MUTATIONS = [*_MUTATIONS, b"\\u", b"\\ud800", b"\xc3", b"\xe9", b"\t", b"u", b"d"]
+_META_MUTATIONS.append(b"\xed\xa0\x80")  # a surrogate in UTF-8 (json's surrogatepass takes it)
+
+
+def test_the_c_reader_of_first_lines_reads_what_the_rules_read() -> None:
+    """_codexscan.meta reads a session_meta first line without building it: every edge
+    above (forks, sub-agents, escapes, bad UTF-8, surrogates, repeated keys, other times)
+    and 5,000 random mutations of them give the Meta that _meta_of_py (json's object, the
+    rules) gives."""
+    assert codex._meta_line is not None
+    rng = random.Random(29)
+    lines = list(META_EDGES)
+    for _ in range(5_000):
+        line = bytearray(rng.choice(META_EDGES) or b"{}")
+        at = rng.randrange(len(line))
+        how = rng.randrange(3)
+        if how == 0:
+            line[at:at] = rng.choice(_META_MUTATIONS)
+        elif how == 1:
+            del line[at]
+        else:
+            line[at : at + 1] = rng.choice(_META_MUTATIONS)
+        lines.append(bytes(line))
+    taken = 0
+    for line in lines:
+        taken += codex._meta_line(line) is not None
+        assert codex._meta_of(line) == codex._meta_of_py(line), line
+    assert taken > 1_000  # the C reader does take many of them
