@@ -33,8 +33,35 @@ static int needle_at(const char *p, const char *end) {
 
 static inline int starts(unsigned char c) { return c == 't' || c == 'u' || c == 'i' || c == 'p'; }
 
-/* The first needle in [s, end), or NULL. */
-static const char *find_needle(const char *s, const char *end) {
+/* The first needle in [s, end), or NULL: find_needle_sse2 (or the byte loop), or where
+ * the CPU has it (checked at import), the same with AVX2, 64 bytes a step. */
+static const char *find_needle_sse2(const char *s, const char *end);
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+__attribute__((target("avx2"))) static const char *find_needle_avx2(const char *s,
+                                                                     const char *end) {
+    const __m256i quote = _mm256_set1_epi8('"');
+    while (end - s >= 65) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)s);
+        __m256i b = _mm256_loadu_si256((const __m256i *)(s + 32));
+        unsigned long long mask =
+            (unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, quote)) |
+            (unsigned long long)(unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(b, quote)) << 32;
+        while (mask) {
+            const char *p = s + __builtin_ctzll(mask);
+            if (starts((unsigned char)p[1]) && needle_at(p, end)) return p;
+            mask &= mask - 1;
+        }
+        s += 64;
+    }
+    return find_needle_sse2(s, end);
+}
+#define HAVE_AVX2_PATH 1
+#endif
+
+static const char *(*find_needle)(const char *s, const char *end) = find_needle_sse2;
+
+static const char *find_needle_sse2(const char *s, const char *end) {
 #if defined(__SSE2__)
     const __m128i quote = _mm_set1_epi8('"');
     while (end - s >= 17) {
@@ -1363,7 +1390,23 @@ static PyObject *meta(PyObject *self, PyObject *arg) {
     return Py_BuildValue("(NNNN)", id, parent, at, cwd);
 }
 
+PyDoc_STRVAR(avx2_doc,
+"avx2(use: bool) -> bool\n\n"
+"Whether the line finder now uses AVX2: asked for and the CPU has it (the tests run both).");
+
+static PyObject *avx2(PyObject *self, PyObject *arg) {
+    (void)self;
+    int use = PyObject_IsTrue(arg);
+    if (use < 0) return NULL;
+    find_needle = find_needle_sse2;
+#ifdef HAVE_AVX2_PATH
+    if (use && __builtin_cpu_supports("avx2")) find_needle = find_needle_avx2;
+#endif
+    return PyBool_FromLong(find_needle != find_needle_sse2);
+}
+
 static PyMethodDef methods[] = {
+    {"avx2", avx2, METH_O, avx2_doc},
     {"collect", collect, METH_VARARGS, collect_doc},
     {"plain", plain, METH_O, plain_doc},
     {"meta", meta, METH_O, meta_doc},
@@ -1382,4 +1425,10 @@ static struct PyModuleDef module = {
     methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__codexscan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__codexscan(void) {
+#ifdef HAVE_AVX2_PATH
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2")) find_needle = find_needle_avx2;
+#endif
+    return PyModule_Create(&module);
+}

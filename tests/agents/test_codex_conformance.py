@@ -458,17 +458,29 @@ FINDER_PIECES = [
 ]  # fmt: skip
 
 
-def test_the_c_line_finder_finds_what_the_python_loop_finds() -> None:
-    """_codexscan.collect (C, SIMD) hands back exactly the lines _candidates_py (a regex)
-    does, at the same offsets, for random lines of pieces cut at any stop, a needle cut by
-    the stop included. It is built with the package: its absence fails here."""
+@pytest.mark.parametrize("avx2", [True, False])
+def test_the_c_line_finder_finds_what_the_python_loop_finds(avx2: bool) -> None:
+    """_codexscan.collect (C, SIMD: AVX2 where the CPU has it, else SSE2) hands back exactly
+    the lines _candidates_py (a regex) does, at the same offsets, for random lines of pieces
+    cut at any stop, a needle cut by the stop included. It is built with the package: its
+    absence fails here."""
+    from agentwatch.sentinels.agent_ledger import _codexscan
     from agentwatch.sentinels.agent_ledger._codexscan import collect
 
     assert codex._collect is collect
+    default = _codexscan.avx2(True)
+    try:
+        assert _codexscan.avx2(avx2) == (avx2 and default)
+        _finds_what_the_python_loop_finds(collect)
+    finally:
+        _codexscan.avx2(True)
+
+
+def _finds_what_the_python_loop_finds(collect: Callable[[bytes, int, int], Any]) -> None:
     rng = random.Random(29)
     found = 0
     for _ in range(20_000):
-        data = b"".join(rng.choice(FINDER_PIECES) for _ in range(rng.randint(0, 40)))
+        data = b"".join(rng.choice(FINDER_PIECES) for _ in range(rng.randint(0, 120)))
         for stop in {len(data), data.rfind(b"\n") + 1, rng.randint(0, len(data))}:
             expected = codex._candidates_py(data, stop, 7)
             assert collect(data, stop, 7) == expected, (data, stop)
