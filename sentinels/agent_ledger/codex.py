@@ -161,9 +161,10 @@ def _sources(root: Path) -> list[Path]:
     return found or [root]
 
 
-def _jsonl_under(folder: Path) -> list[Path]:
-    """Every *.jsonl below `folder`, symlinks not followed (ccusage uses the entry's own type)."""
-    out: list[Path] = []
+def _jsonl_under(folder: str, below: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], str]]:
+    """(names below the start, path) of every *.jsonl below `folder`, symlinks not followed
+    (ccusage uses the entry's own type). Strings, not Paths: a home holds thousands."""
+    out: list[tuple[tuple[str, ...], str]] = []
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -171,32 +172,33 @@ def _jsonl_under(folder: Path) -> list[Path]:
     for entry in entries:
         try:
             if entry.is_file(follow_symlinks=False) and entry.name.endswith(".jsonl"):
-                out.append(Path(entry.path))
+                out.append(((*below, entry.name), entry.path))
             elif entry.is_dir(follow_symlinks=False):
-                out.extend(_jsonl_under(Path(entry.path)))
+                out.extend(_jsonl_under(entry.path, (*below, entry.name)))
         except OSError:
             continue
     return out
 
 
-def _relative(path: Path, folder: Path) -> Path:
-    try:
-        return path.relative_to(folder)
-    except ValueError:
-        return path
+def _relative(path: str, folder: str) -> str:
+    """The path below `folder`: the same in sessions/ and archived_sessions/ for one session."""
+    inside = folder.rstrip(os.sep) + os.sep
+    return path[len(inside) :] if path.startswith(inside) else path
 
 
 def files(root: Path) -> list[Path]:
-    """The rollouts under one Codex home, in ccusage's order; a file in archived_sessions/ with
-    the same relative path as one in sessions/ is the same session and is left out."""
-    seen: set[Path] = set()
+    """The rollouts under one Codex home, in ccusage's order (by path components); a file in
+    archived_sessions/ with the same relative path as one in sessions/ is the same session
+    and is left out."""
+    seen: set[str] = set()
     out: list[Path] = []
-    for folder in _sources(root):
-        for path in sorted(_jsonl_under(folder), key=lambda p: p.parts):
+    for source in _sources(root):
+        folder = str(source)
+        for _names, path in sorted(_jsonl_under(folder), key=itemgetter(0)):
             relative = _relative(path, folder)
             if relative not in seen:
                 seen.add(relative)
-                out.append(path)
+                out.append(Path(path))
     return out
 
 

@@ -1020,3 +1020,33 @@ def test_the_c_reader_of_first_lines_reads_what_the_rules_read() -> None:
         taken += codex._meta_line(line) is not None
         assert codex._meta_of(line) == codex._meta_of_py(line), line
     assert taken > 1_000  # the C reader does take many of them
+
+
+def test_files_are_listed_in_path_component_order(tmp_path: Path) -> None:
+    """files() walks a home with strings, not Paths: the same rollouts in the same order
+    as sorting Paths by their components (a/ before a-b/, though "a-b" < "a/" as text), an
+    archived copy of a session left out, odd and non-UTF-8 names kept, symlinks skipped."""
+    home = tmp_path / "home"
+    names = [
+        "sessions/a/x.jsonl", "sessions/a-b/x.jsonl", "sessions/a/b/y.jsonl", "sessions/A/z.jsonl",
+        "sessions/2026/03/01/rollout-1.jsonl", "sessions/2026/03/01/rollout-10.jsonl",
+        "sessions/2026/03/01/rollout-2.jsonl", "sessions/2026/03/01/notes.txt",
+        "archived_sessions/2026/03/01/rollout-1.jsonl", "archived_sessions/old.jsonl",
+        "archived_sessions/a-b/x.jsonl", "sessions/sp ace/ü.jsonl",
+    ]  # fmt: skip
+    for name in names:
+        (home / name).parent.mkdir(parents=True, exist_ok=True)
+        (home / name).write_text("{}\n")
+    odd = os.fsencode(home / "sessions" / "a") + b"/\xff.jsonl"
+    Path(os.fsdecode(odd)).write_text("{}\n")
+    (home / "sessions" / "link.jsonl").symlink_to(home / "sessions" / "a" / "x.jsonl")
+    expected: list[Path] = []
+    seen: set[Path] = set()
+    for folder in (home / "sessions", home / "archived_sessions"):
+        found = [p for p in folder.rglob("*.jsonl") if not p.is_symlink()]
+        for path in sorted(found, key=lambda p: p.parts):
+            if path.relative_to(folder) not in seen:
+                seen.add(path.relative_to(folder))
+                expected.append(path)
+    assert codex.files(home) == expected
+    assert len(expected) == len(names) - 1 - 2 + 1  # no notes.txt, two archived copies, \xff
