@@ -1258,13 +1258,14 @@ def _rates(model: str) -> dict[str, Any] | None:
 # them): the table is searched once per model, not once per response.
 _PRICED: dict[str, tuple[Any, Any, Any]] = {}
 _RATE_NAMES = ("input", "cached_input", "cache_write", "output")
+_NO_ALIASES: dict[str, str] = {}  # a table without aliases (one object: the check above holds)
 
 
 def _priced(model: str) -> tuple[tuple[float, ...], int | None, tuple[float, ...], float] | None:
     """(rates, long-context threshold or None, long-context rates, fast multiplier) of a
     model; None for one the table does not price. Made again when price_table() changed."""
     table = price_table()
-    models, aliases = table["models"], table.get("aliases", {})
+    models, aliases = table["models"], table.get("aliases", _NO_ALIASES)
     hit = _PRICED.get(model)
     if hit is not None and hit[0] is models and hit[1] is aliases:
         made: Any = hit[2]
@@ -1290,7 +1291,13 @@ def price(entry: AgentUsage) -> float | None:
     output (reasoning is inside output) at the model's rates; above the long-context threshold
     (on the request's whole input) the long rates; a fast-tier turn times the fast multiplier.
     None for a model the table does not price."""
-    made = _priced(entry.model)
+    table = price_table()  # _priced's memo checked here first: this runs once per response
+    hit = _PRICED.get(entry.model)
+    aliases = table.get("aliases", _NO_ALIASES)
+    if hit is not None and hit[0] is table["models"] and hit[1] is aliases:
+        made = hit[2]
+    else:
+        made = _priced(entry.model)
     if made is None:
         return None
     base, above, long_rates, fast_multiplier = made
