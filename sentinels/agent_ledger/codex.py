@@ -931,16 +931,21 @@ def parse_file(path: Path, rejects: Rejects) -> FileState:
 def read_meta(path: Path) -> Meta:
     """The session_meta first line: id, parent (fork or spawned sub-agent), fork time, cwd."""
     parts: list[bytes] = []
-    try:
-        with open(path, "rb", buffering=0) as handle:  # readline's line, in whole reads
-            while chunk := handle.read(META_READ):
-                cut = chunk.find(b"\n") + 1
-                if cut:
-                    parts.append(chunk[:cut])
-                    break
-                parts.append(chunk)
+    try:  # readline's line, in whole reads of the file descriptor (no file object)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return Meta()
+    try:
+        while chunk := os.read(fd, META_READ):
+            cut = chunk.find(b"\n") + 1
+            if cut:
+                parts.append(chunk[:cut])
+                break
+            parts.append(chunk)
+    except OSError:
+        return Meta()
+    finally:
+        os.close(fd)
     return _meta_of(b"".join(parts))
 
 
