@@ -292,11 +292,19 @@ static const char *const USAGE_NAMES[6] = {
 
 typedef struct { unsigned long long n[6]; int seen; } usage;
 
+#define LENGTH(text) (sizeof(text) - 1)
+static const size_t USAGE_LENGTHS[6] = {
+    LENGTH("input_tokens"), LENGTH("cached_input_tokens"), LENGTH("cache_write_input_tokens"),
+    LENGTH("output_tokens"), LENGTH("reasoning_output_tokens"), LENGTH("total_tokens"),
+};
+#undef LENGTH
+
 static int usage_member(const char *a, const char *b, cursor *c, int depth, void *ctx) {
     (void)depth;
     usage *u = ctx;
+    size_t n = (size_t)(b - a);
     for (int i = 0; i < 6; i++) {
-        if (!key_is(a, b, USAGE_NAMES[i])) continue;
+        if (n != USAGE_LENGTHS[i] || memcmp(a, USAGE_NAMES[i], n) != 0) continue;
         if (u->seen & (1 << i)) return -1;
         u->seen |= 1 << i;
         const char *p = c->s;
