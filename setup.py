@@ -17,18 +17,22 @@ for folder in FOLDERS:
 
 # The fast paths in C, one small file each; every one is optional (a Python path does the
 # same work) and a test fails when it is missing, so CI always has them:
-# the token ledger's per-line parser (tests/test_fastline.py) and the Codex, OpenCode and
-# Gemini CLI readers' line finders and row readers (their conformance and path tests).
+# the token ledger's per-line parser (tests/test_fastline.py), the Codex, OpenCode and
+# Gemini CLI readers' line finders and row readers (their conformance and path tests) and
+# the agent ledger's key hash (tests/agents/test_agent_ledger_store.py). Two of them share
+# BLAKE2b from sentinels/_blake2b.h.
 C_FILES = (
     "sentinels/token_ledger/_fastline.c",
     "sentinels/agent_ledger/_codexscan.c",
     "sentinels/agent_ledger/_opencodescan.c",
     "sentinels/agent_ledger/_geminiscan.c",
+    "sentinels/agent_ledger/_keyhash.c",
 )
 extensions = [
     Extension(
         "agentwatch." + path.removesuffix(".c").replace("/", "."),
         [f"agentwatch/{path}"],
+        depends=["agentwatch/sentinels/_blake2b.h"],
         extra_compile_args=["-O2"],
         optional=True,
     )

@@ -25,6 +25,10 @@ def main(argv: list[str] | None = None) -> int:
         from agentwatch.cli import statusline
 
         return statusline.main(args[1:])
+    # No cyclic garbage collection while the modules load and the command starts: imports
+    # make no garbage worth it, and 25 passes of it are 3 ms of a `--once` run (issue 29).
+    # The command turns it back on where its work begins (cli/main.py, core/loop.py).
+    gc.disable()
     from agentwatch.core import lazy_prometheus
 
     lazy_prometheus.install()  # a sentinel or the controller never loads its HTTP parts

@@ -5,10 +5,11 @@ nudge check, the demo and `agentwatch up` agree (and follow Claude Code in one p
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from agentwatch.core.lazy_re import Pattern
 
 AGENT = "claude-code"  # its value of the `agent` label (the agent ledger counts the others)
 OTEL_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
@@ -27,7 +28,7 @@ def telemetry_env(listen: str) -> dict[str, str]:
     }
 
 
-_NOT_ALPHANUMERIC = re.compile(r"[^A-Za-z0-9]")
+_NOT_ALPHANUMERIC = Pattern(r"[^A-Za-z0-9]")
 
 
 def slug(cwd: str) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from agentwatch.core import paths
+from agentwatch.core.lazy_re import Pattern
 from agentwatch.core.sanitize import preview
 
 MAX_PROBLEM = 400  # characters of one problem line: a value is quoted by its preview only
@@ -37,9 +38,9 @@ class ConfigError(Exception):
 
 # ---- value parsers: each returns the parsed value or raises ValueError saying what is wrong
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_DURATION = Pattern(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME = Pattern(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def duration(value: Any) -> float:
@@ -667,10 +668,16 @@ def read_raw(path: Path) -> Any:
     a limit: larger than CONFIG_LIMIT, not a regular file, nested too deep, or expanding
     through aliases past yamlsafe.MAX_EXPANDED (a billion laughs). A `*.json` file is read
     as JSON (what `up` writes for its children: they then never load the YAML parser, a
-    MiB and a half of every process)."""
+    MiB and a half of every process), and so is YAML text that is JSON and reads the same
+    (core/yaml_json.py)."""
     text = _read_text(path)
     if path.suffix == ".json":
         return _parse_json(path, text)
+    from agentwatch.core import yaml_json
+
+    raw = yaml_json.parse(text)  # JSON that YAML reads the same: no YAML parser loaded
+    if raw is not yaml_json.NOT_YAML_SAME:
+        return raw
     if YAML_APART and "yaml" not in sys.modules:
         from agentwatch.core import yaml_apart
 

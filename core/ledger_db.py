@@ -14,13 +14,16 @@ from pathlib import Path
 
 
 def open_versioned(
-    path: Path, schema: str, version: str, what: str, source: str
+    path: Path, schema: str, version: str, what: str, source: str, page_size: int = 0
 ) -> sqlite3.Connection:
     """The database at `path` with `schema` applied and its `meta` row 'schema' at `version`
     (written when new). Another version is a RuntimeError naming `what` ("agent ledger") and
-    what it is rebuilt from (`source`); the connection is closed then."""
+    what it is rebuilt from (`source`); the connection is closed then. `page_size`: the page
+    size of a database made now (0: SQLite's; an existing one keeps its own)."""
     db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
     try:
+        if page_size:
+            db.execute(f"PRAGMA page_size={int(page_size)}")
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.executescript(schema)

@@ -18,6 +18,7 @@ everything around it, the same way for all of them:
 
 from __future__ import annotations
 
+import gc
 import logging
 import math
 import signal
@@ -115,6 +116,7 @@ class Loop:
     def run(self, work: Work, once: bool = False) -> int:
         """Cycle until stopped (or once); always 0: failures are logged and counted, and
         the loop goes on."""
+        gc.enable()  # off while the command started (cli/entry.py): the work begins here
         next_due = time.monotonic()
         publish_at = -math.inf  # the publish gate: the earliest time of the next spool write
         pending = False

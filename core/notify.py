@@ -12,11 +12,13 @@ import contextlib
 import logging
 import os
 import signal
-import socket
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from socketserver import BaseServer
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # socket and socketserver when a message goes out or a server runs: a
+    from socketserver import BaseServer  # `--once` cycle sends nothing (3 ms of its start)
 
 log = logging.getLogger("agentwatch.notify")
 
@@ -79,6 +81,8 @@ class Notifier:
     def send(self, message: str) -> bool:
         if not self.enabled:
             return False
+        import socket
+
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
                 sock.connect(self.address)  # type: ignore[arg-type]

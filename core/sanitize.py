@@ -10,7 +10,7 @@ bad value for an error message; `mask_urls` hides credentials and query strings 
 
 from __future__ import annotations
 
-import re
+from agentwatch.core.lazy_re import Pattern
 
 MAX_LABEL_LENGTH = 128
 PREVIEW_LENGTH = 40
@@ -22,8 +22,8 @@ _CONTROLS = [*range(0x00, 0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]
 CONTROL_ESCAPES = {
     code: (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}") for code in _CONTROLS
 }
-_HAS_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-_HAS_SURROGATE = re.compile("[\ud800-\udfff]")
+_HAS_CONTROL = Pattern("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_HAS_SURROGATE = Pattern("[\ud800-\udfff]")
 
 
 def label_value(value: str | bytes | None, limit: int = MAX_LABEL_LENGTH) -> str:
@@ -36,9 +36,11 @@ def label_value(value: str | bytes | None, limit: int = MAX_LABEL_LENGTH) -> str
         text = value.decode("utf-8", "backslashreplace")
     else:
         text = value
-        if _HAS_SURROGATE.search(text):  # os.fsdecode of a non-UTF-8 path, or JSON "\ud800"
+        # os.fsdecode of a non-UTF-8 path, or JSON "\ud800"
+        if not text.isascii() and _HAS_SURROGATE.search(text):
             text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    if _HAS_CONTROL.search(text):
+    # printable ASCII (most values) has none, without a regular expression
+    if not (text.isascii() and text.isprintable()) and _HAS_CONTROL.search(text):
         text = text.translate(CONTROL_ESCAPES)
     if len(text) <= limit:
         return text
@@ -58,8 +60,8 @@ def preview(value: object, limit: int = PREVIEW_LENGTH) -> str:
     return repr(shown) if isinstance(value, str) else shown
 
 
-_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]*@")
-_QUERY = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s?#]*)\?[^\s#'\"]*")
+_CREDENTIALS = Pattern(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]*@")
+_QUERY = Pattern(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s?#]*)\?[^\s#'\"]*")
 
 
 def mask_urls(text: str) -> str:

@@ -178,6 +178,9 @@ class SpoolFile:
     families: list[Metric] = field(default_factory=list)
     error: str | None = None
     reason: str | None = None
+    # the bytes parsed (None when none were read): a rewrite with the same bytes, as a
+    # sentinel's next cycle at rest writes, takes this parse without parsing again
+    raw: bytes | None = field(default=None, repr=False)
 
     @property
     def declared_interval(self) -> float | None:
@@ -361,7 +364,7 @@ class SpoolReader:
                 skipped += 1
                 continue
             else:
-                loaded = self._load(path, sentinel, stat, min(budget, self.limit))
+                loaded = self._load(path, sentinel, stat, min(budget, self.limit), cached)
                 if loaded.reason is not None:
                     self.rejections[loaded.reason] += 1
             if loaded.error is None:
@@ -371,10 +374,19 @@ class SpoolReader:
         return Listing(list(current.values()), skipped)
 
     @staticmethod
-    def _load(path: Path, sentinel: str, stat: os.stat_result, limit: int) -> SpoolFile:
+    def _load(
+        path: Path, sentinel: str, stat: os.stat_result, limit: int, before: SpoolFile | None
+    ) -> SpoolFile:
+        """The file parsed, or `before`'s parse when its bytes are the same (only the
+        signature and mtime are new: staleness is told by the mtime)."""
         loaded = SpoolFile(sentinel=sentinel, signature=_signature(stat), mtime=stat.st_mtime)
         try:
             data = bounded.read_bytes(path, limit)
+            if before is not None and before.raw == data:
+                loaded.families, loaded.raw = before.families, before.raw
+                loaded.error, loaded.reason = before.error, before.reason
+                return loaded
+            loaded.raw = data
             loaded.families = parse_text(decode(data))
         except bounded.FileRefused as err:
             loaded.error = _REFUSALS.get(err.reason, "refused").format(limit=limit)

@@ -95,3 +95,46 @@ def test_the_full_library_is_there_when_asked_for() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "agentwatch_probe 2.0" in done.stdout
+
+
+LEFT_OUT = ("yaml", "argparse", "socket", "socketserver", "gettext", "shutil")
+ONCE_PROBE = """
+import atexit, json, sys
+atexit.register(lambda: print(json.dumps([m for m in {left_out} if m in sys.modules])))
+sys.argv = ["agentwatch", *{argv}]
+from agentwatch.cli.entry import run
+run()
+"""
+
+
+def once_run(tmp_path: Path, name: str, config_text: str, options: list[str]) -> tuple[list, str]:
+    """`agentwatch --config C sentinel agent-ledger OPTIONS` on an empty Codex folder, as the
+    agent-ledger benches run it: (what of LEFT_OUT it loaded, its spool file's text)."""
+    run_dir = tmp_path / name
+    (run_dir / "codex").mkdir(parents=True)
+    config_file = run_dir / "agentwatch.yaml"
+    config_file.write_text(config_text)
+    argv = ["--config", str(config_file), "sentinel", "agent-ledger", *options,
+            "--state-dir", str(run_dir / "state"), f"--spool-dir={run_dir / 'spool'}"]  # fmt: skip
+    env = {"HOME": str(run_dir), "PATH": "/usr/bin:/bin", "CODEX_HOME": str(run_dir / "codex")}
+    done = subprocess.run(
+        [sys.executable, "-c", ONCE_PROBE.format(left_out=LEFT_OUT, argv=argv)],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    spool = (run_dir / "spool" / "agent-ledger.prom").read_text()
+    return json.loads(done.stdout.strip().splitlines()[-1]), spool
+
+
+def test_a_once_run_with_a_json_config_loads_neither_yaml_nor_argparse(tmp_path: Path) -> None:
+    """The agent-ledger benches' command (a JSON text in agentwatch.yaml, --once and the
+    folders) reads its config without PyYAML and its line without argparse (issue 29: our
+    fixed start against ccusage's whole run); the same run through both writes the same."""
+    as_json = json.dumps({"sentinels": {"agent-ledger": {"agents": ["codex"]}}})
+    lean, spool = once_run(tmp_path, "lean", as_json, ["--once"])
+    assert lean == []
+    as_yaml = "sentinels:\n  agent-ledger:\n    agents: [codex]\n"
+    full, spool_full = once_run(tmp_path, "full", as_yaml, ["--onc"])  # argparse's abbreviation
+    assert {"yaml", "argparse"} <= set(full)
+    assert spool == spool_full
+    assert 'agentwatch_agent_ledger_files_tracked{agent="codex"} 0.0' in spool

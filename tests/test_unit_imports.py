@@ -9,6 +9,8 @@ bench/bench_kit.py --units)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import signal
 import socket
@@ -18,6 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentwatch.cli import main
 from agentwatch.core import config, yaml_apart
@@ -154,9 +158,92 @@ def test_a_units_line_reads_as_argparse_reads_it(unit: str, config_file: list[st
 
 @pytest.mark.parametrize(
     "argv",
-    [["sentinel", "nope"], ["sentinel"], ["sentinel", "otel", "--once"], ["exporter", "x"],
-     ["--log-level", "debug", "exporter"], ["exporter", "--listen", "127.0.0.1:1"], ["status"],
-     ["--config"], []],
+    [["sentinel", "nope"], ["sentinel"], ["exporter", "x"], ["status"], ["--config"], [],
+     ["sentinel", "otel", "--once", "-h"], ["--version", "sentinel", "otel"],
+     ["sentinel", "otel", "--onc"], ["sentinel", "otel", "--state-dir"],
+     ["sentinel", "otel", "--state-dir", "-x"], ["sentinel", "otel", "--once=1"],
+     ["--log-level", "loud", "exporter"], ["sentinel", "--config", "c", "otel"],
+     ["controller", "--alertmanager", "http://127.0.0.1:1"], ["sentinel", "otel", "--"]],
 )  # fmt: skip
 def test_any_other_line_is_left_to_argparse(argv: list[str]) -> None:
     assert main.unit_args(argv) is None
+
+
+PARSER = main.build_parser()
+
+
+def argparse_reads(argv: list[str]) -> dict[str, object] | None:
+    """argparse's namespace of the line, None when it refuses it (or prints help)."""
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            return vars(PARSER.parse_args(argv))
+    except SystemExit:
+        return None
+
+
+ONCE = [
+    ["--config", "c.yaml", "sentinel", "agent-ledger", "--once", "--state-dir", "s",
+     "--spool-dir", "p"],
+    ["sentinel", "--once", "agent-ledger", "--spool-dir=p", "--state-dir=s"],
+    ["--config=c.json", "--log-level", "debug", "sentinel", "token-ledger", "--once"],
+    ["--log-level=error", "exporter", "--listen", "127.0.0.1:1", "--spool-dir", ""],
+    ["controller", "--once", "--state-file", "d.json", "--listen=127.0.0.1:2"],
+    ["sentinel", "otel", "--state-dir=-x", "--state-dir", "y", "--once", "--once"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("argv", ONCE)
+def test_a_once_line_reads_as_argparse_reads_it(argv: list[str]) -> None:
+    fast = main.unit_args(argv)
+    assert fast is not None
+    assert vars(fast) == argparse_reads(argv)
+
+
+VALUES = ["s", "/tmp/d", "", "a b", "x=y", "-x", "-1", "--once", "sentinel", "127.0.0.1:1"]
+TOP = ["--config", "--log-level"]
+OPTIONS = {
+    "sentinel": ["--once", "--state-dir", "--spool-dir"],
+    "exporter": ["--spool-dir", "--listen"],
+    "controller": ["--once", "--state-file", "--listen", "--state-dir", "--spool-dir"],
+}
+NAMES = ["agent-ledger", "token-ledger", "otel", "nope", "-h", "x"]
+STRAY = ["--help", "-h", "--version", "--", "-", "--onc", "--st", "--once=1", "--alertmanager",
+         "--config", "debug", "extra", "status", "--log-level=loud", "--Once"]  # fmt: skip
+
+
+@st.composite
+def command_line(draw: st.DrawFn) -> list[str]:
+    """A resident command's line: options in any order and either form, a value of any
+    kind for each, now and then a token argparse refuses or reads otherwise."""
+
+    def option(name: str) -> list[str]:
+        if name in ("--once",):
+            return [name]
+        if name == "--log-level":
+            value = draw(st.sampled_from(["debug", "info", "error", "loud", ""]))
+        else:
+            value = draw(st.sampled_from(VALUES))
+        return [f"{name}={value}"] if draw(st.booleans()) else [name, value]
+
+    line = [
+        word for name in draw(st.lists(st.sampled_from(TOP), max_size=2)) for word in option(name)
+    ]
+    command = draw(st.sampled_from(list(OPTIONS)))
+    words = [[draw(st.sampled_from(NAMES))]] if command == "sentinel" else []
+    words += [
+        option(name) for name in draw(st.lists(st.sampled_from(OPTIONS[command]), max_size=5))
+    ]
+    words = draw(st.permutations(words))
+    tail = [word for group in words for word in group]
+    if draw(st.integers(0, 3)) == 0:
+        tail.insert(draw(st.integers(0, len(tail))), draw(st.sampled_from(STRAY)))
+    return [*line, command, *tail]
+
+
+@settings(max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck))
+@given(command_line())
+def test_generated_lines_read_as_argparse_reads_them(argv: list[str]) -> None:
+    """Whatever line the fast path takes, argparse takes too, with the same namespace."""
+    fast = main.unit_args(argv)
+    if fast is not None:
+        assert vars(fast) == argparse_reads(argv), argv

@@ -30,6 +30,8 @@ from agentwatch.core.fold import DIMENSIONS, Fold, SessionFold
 from agentwatch.core.log import FailureGate
 from agentwatch.core.sanitize import label_value
 from agentwatch.sentinels.agent_ledger.base import (
+    MAX_COST_USD,
+    MAX_TOKENS,
     TOKEN_TYPES,
     AgentUsage,
     ReadResult,
@@ -300,11 +302,24 @@ class Ledger:
         """The result's entries that keep the bounds (base.out_of_bounds), each with its
         cost; the others become rejects of the result, so that they count once per file."""
         kept: list[Priced] = []
+        append, price = kept.append, reader.price
         for entry in result.entries:
-            cost = entry.cost_usd if entry.cost_usd is not None else reader.price(entry)
+            cost = entry.cost_usd if entry.cost_usd is not None else price(entry)
+            if type(entry) is AgentUsage:  # out_of_bounds' good case, inline (once a response)
+                i, o, r, w = entry.input, entry.output, entry.cache_read, entry.cache_creation
+                if (
+                    int is type(i) is type(o) is type(r) is type(w)
+                    and 0 <= i <= MAX_TOKENS
+                    and 0 <= o <= MAX_TOKENS
+                    and 0 <= r <= MAX_TOKENS
+                    and 0 <= w <= MAX_TOKENS
+                    and (cost is None or (type(cost) is float and 0 <= cost <= MAX_COST_USD))
+                ):  # NaN and the infinities fail the range
+                    append((entry, cost))
+                    continue
             reason = out_of_bounds(entry, cost)
             if reason is None:
-                kept.append((entry, cost))
+                append((entry, cost))
             else:
                 result.reject(reason)
         return kept

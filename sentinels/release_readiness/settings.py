@@ -17,11 +17,12 @@ from agentwatch.core.config import (
     string,
     string_list,
 )
+from agentwatch.core.lazy_re import Pattern
 from agentwatch.core.sanitize import label_value, mask_urls, preview
 from agentwatch.core.secretfiles import SecretFile
 
-_GIT_REF_NAME = re.compile(r"^(?!-)(?!.*\.\.)[A-Za-z0-9._/+@-]+(?<![./])$")
-_GITHUB_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_GIT_REF_NAME = Pattern(r"^(?!-)(?!.*\.\.)[A-Za-z0-9._/+@-]+(?<![./])$")
+_GITHUB_REPO = Pattern(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 TEMPLATE_MARKERS = ["TODO", "TBD", "FIXME", "Lorem ipsum", "<!-- template -->"]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import random
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
@@ -372,11 +373,73 @@ def test_an_older_schema_is_migrated_and_nothing_counts_again(tmp_path: Path, sc
 
 
 def test_keys_hashed_together_are_what_one_key_hashes_to() -> None:
-    """`key_hashes` (the ledger's) gives `key_hash` of each key, also for keys with non-ASCII
-    text and a lone surrogate (encoded with surrogatepass), and the first 8 bytes of the
-    16-byte BLAKE2b digest, as schema 1's keys began."""
+    """`key_hashes` (the ledger's, in C) and its Python stand-in give `key_hash` of each key,
+    also for keys with non-ASCII text and a lone surrogate (encoded with surrogatepass), of
+    every length around BLAKE2b's 128-byte block, and the first 8 bytes of the 16-byte
+    BLAKE2b digest, as schema 1's keys began."""
+    from agentwatch.sentinels.agent_ledger import _keyhash
+
+    assert store_module.key_hashes is _keyhash.key_hashes  # the C one is built and used
+    rng = random.Random(29)
     keys = ["opencode:msg_1", "", "gemini:é/ü\0x", "codex:\ud800", "k" * 500]
+    for size in [*range(300), *(rng.randrange(300, 3000) for _ in range(50))]:
+        for alphabet in ("codex:0123456789abcdef", "é€\U0001f600a", "a\ud800b\0"):
+            keys.append("".join(rng.choice(alphabet) for _ in range(size)))
     hashed = store_module.key_hashes(keys)
     assert hashed == [store_module.key_hash(key) for key in keys]
+    assert store_module._key_hashes_py(keys) == hashed
+    with pytest.raises(TypeError):
+        store_module.key_hashes(["a", b"b"])  # type: ignore[list-item]
     digest = hashlib.blake2b(b"opencode:msg_1", digest_size=16).digest()
     assert hashed[0] == int.from_bytes(digest[:8], "big", signed=True)
+
+
+def test_the_bounds_check_keeps_what_out_of_bounds_keeps() -> None:
+    """Ledger._bounded checks a plain AgentUsage's bounds inline: for every count and cost at
+    and around the bounds (and of the wrong type), it keeps and rejects what
+    base.out_of_bounds keeps and rejects, with its reason."""
+    from agentwatch.sentinels.agent_ledger import base
+
+    counts = [0, 1, base.MAX_TOKENS, base.MAX_TOKENS + 1, -1, 2.0, True, None]
+    costs = [None, 0.0, 1.5, base.MAX_COST_USD, base.MAX_COST_USD + 0.01, -0.01, -0.0,
+             float("nan"), float("inf"), float("-inf"), 2, True, "1"]  # fmt: skip
+    entries = []
+    for at in range(4):
+        for count in counts:
+            numbers = [7, 7, 7, 7]
+            numbers[at] = count  # type: ignore[call-overload]
+            for cost in costs:
+                entries.append(base.usage("gemini", f"k{len(entries)}", 0.0, "s", "p", "m",
+                                          *numbers, cost_usd=cost))  # type: ignore[arg-type]  # fmt: skip
+    priced = base.usage("gemini", "priced", 0.0, "s", "p", "m", 1, 2, 3, 4)  # cost from price
+
+    class Reader:
+        @staticmethod
+        def price(entry: base.AgentUsage) -> float | None:
+            return float("nan") if entry.key == "priced" else None
+
+    result = base.ReadResult(entries=[*entries, priced])
+    kept = Ledger._bounded(result, Reader)  # type: ignore[arg-type]
+    want_kept, want_rejects = [], {}
+    for entry in result.entries:
+        cost = entry.cost_usd if entry.cost_usd is not None else Reader.price(entry)
+        reason = base.out_of_bounds(entry, cost)
+        if reason is None:
+            want_kept.append((entry, cost))
+        else:
+            want_rejects[reason] = want_rejects.get(reason, 0) + 1
+    assert [(e.key, c) for e, c in kept] == [(e.key, c) for e, c in want_kept]
+    assert result.rejects == want_rejects
+    assert want_rejects["bad_token_count"] and want_rejects["bad_cost"] and len(want_kept) > 20
+
+
+def test_a_new_database_has_large_pages_and_an_old_one_keeps_its_own(tmp_path: Path) -> None:
+    old = tmp_path / "old" / DATABASE_FILE
+    old.parent.mkdir()
+    sqlite3.connect(old).execute("CREATE TABLE t (x)").connection.close()  # 4 KiB pages
+    for path, size in ((tmp_path / DATABASE_FILE, store_module.PAGE_SIZE), (old, 4096)):
+        store = Store(path)
+        try:
+            assert store.db.execute("PRAGMA page_size").fetchone()[0] == size
+        finally:
+            store.close()

@@ -58,6 +58,47 @@ def test_a_refused_file_is_not_opened_again_until_it_changes(
     assert reader.rejections["too_large"] == 2
 
 
+def test_a_file_rewritten_with_the_same_bytes_is_not_parsed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sentinel at rest writes the same text each cycle: the reader keeps the parse (and a
+    bad file's error) and takes the new mtime, so staleness still moves; other bytes are
+    parsed."""
+    good, bad = tmp_path / "ledger.prom", tmp_path / "broken.prom"
+    good.write_text(spool.render([_gauge("agentwatch_a", 1)]))
+    bad.write_text("agentwatch_b{ 1\n")
+    parsed: list[int] = []
+    original = spool.parse_text
+
+    def counting(text: str) -> list:
+        parsed.append(len(text))
+        return original(text)
+
+    monkeypatch.setattr(spool, "parse_text", counting)
+    reader = spool.SpoolReader(tmp_path)
+    first = {f.sentinel: f for f in reader.read().files}
+    assert len(parsed) == 2
+    for path in (good, bad):  # rewritten alike, a second later
+        path.write_bytes(path.read_bytes())
+        later = time.time() + 1
+        os.utime(path, (later, later))
+    again = {f.sentinel: f for f in reader.read().files}
+    assert len(parsed) == 2  # neither parsed again
+    assert again["ledger"].families is first["ledger"].families
+    assert again["ledger"].mtime > first["ledger"].mtime
+    assert again["ledger"].signature != first["ledger"].signature
+    assert first["broken"].reason == "malformed" and first["broken"].error
+    assert (again["broken"].reason, again["broken"].error) == (
+        first["broken"].reason,
+        first["broken"].error,
+    )
+    assert reader.rejections["malformed"] == 2  # once per version, as before
+    good.write_text(spool.render([_gauge("agentwatch_a", 2)]))
+    changed = {f.sentinel: f for f in reader.read().files}
+    assert len(parsed) == 3
+    assert samples(spool.render(changed["ledger"].families))[("agentwatch_a", ())] == 2
+
+
 def test_the_file_count_per_scrape_is_bounded_expected_ones_first(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
