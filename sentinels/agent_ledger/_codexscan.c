@@ -947,8 +947,9 @@ static Py_ssize_t record_offsets[MAX_FIELDS];
 static int record_direct;
 
 PyDoc_STRVAR(record_class_doc,
-"record_class(cls: type, names: tuple[str, ...]) -> None\n\n"
-"The class record() makes and its fields, in the order record() takes them.");
+"record_class(cls: type, names: tuple[str, ...]) -> bool\n\n"
+"The class record() makes and its fields, in the order record() takes them; whether\n"
+"record() stores into their slots directly (else it sets them by name).");
 
 static PyObject *record_class(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
@@ -966,14 +967,20 @@ static PyObject *record_class(PyObject *self, PyObject *const *args, Py_ssize_t 
     Py_ssize_t n = PyTuple_GET_SIZE(args[1]);
     record_direct = n <= MAX_FIELDS && !((PyTypeObject *)args[0])->tp_dictoffset;
     for (Py_ssize_t i = 0; i < n && record_direct; i++) {
-        PyObject *found = _PyType_Lookup((PyTypeObject *)args[0], PyTuple_GET_ITEM(args[1], i));
-        record_direct = found != NULL && Py_IS_TYPE(found, &PyMemberDescr_Type);
-        if (!record_direct) break;
-        PyMemberDef *member = ((PyMemberDescrObject *)found)->d_member;
-        record_direct = member->type == FIELD_OBJECT && member->offset > 0;
-        record_offsets[i] = member->offset;
+        /* the class's attribute of that name: its member descriptor, for a slot */
+        PyObject *found = PyObject_GetAttr(args[0], PyTuple_GET_ITEM(args[1], i));
+        if (found == NULL) PyErr_Clear();
+        record_direct = found != NULL && Py_IS_TYPE(found, &PyMemberDescr_Type) &&
+                        PyType_IsSubtype((PyTypeObject *)args[0],
+                                         ((PyMemberDescrObject *)found)->d_common.d_type);
+        if (record_direct) {
+            PyMemberDef *member = ((PyMemberDescrObject *)found)->d_member;
+            record_direct = member->type == FIELD_OBJECT && member->offset > 0;
+            record_offsets[i] = member->offset;
+        }
+        Py_XDECREF(found);
     }
-    Py_RETURN_NONE;
+    return PyBool_FromLong(record_direct);
 }
 
 PyDoc_STRVAR(record_doc,

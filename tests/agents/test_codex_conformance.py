@@ -781,6 +781,10 @@ def test_the_c_record_is_the_dataclass() -> None:
     values: equal, hashed alike, frozen, of the same class."""
     import dataclasses
 
+    from agentwatch.sentinels.agent_ledger import _codexscan
+
+    names = tuple(field.name for field in dataclasses.fields(codex.CodexUsage))
+    assert _codexscan.record_class(codex.CodexUsage, names) is True  # into the slots
     values = ("codex", "codex:ab", 1.5, "s", "p", "gpt-5", 1, 2, 3, 4, None, True)
     made, expected = codex._record(*values), codex.CodexUsage(*values)
     assert type(made) is codex.CodexUsage and made == expected and hash(made) == hash(expected)
