@@ -811,19 +811,64 @@ static void sha_block(uint32_t h[8], const unsigned char *p) {
     h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += k;
 }
 
+/* With the CPU's SHA extensions (SHA-NI, checked at import), the same compression: four
+ * rounds a step, the message schedule by sha256msg1/msg2 (Intel's published sequence). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+__attribute__((target("sha,sse4.1"))) static void sha_block_ni(uint32_t h[8],
+                                                               const unsigned char *p) {
+    const __m128i order = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+    __m128i tmp = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[0]), 0xB1); /* CDAB */
+    __m128i state1 = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i *)&h[4]), 0x1B);
+    __m128i state0 = _mm_alignr_epi8(tmp, state1, 8);    /* ABEF */
+    state1 = _mm_blend_epi16(state1, tmp, 0xF0);          /* CDGH */
+    __m128i abef = state0, cdgh = state1, words[4];
+    for (int g = 0; g < 16; g++) {
+        if (g < 4)
+            words[g] = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * g)), order);
+        __m128i w = words[g & 3];
+        __m128i msg = _mm_add_epi32(w, _mm_loadu_si128((const __m128i *)&SHA_K[4 * g]));
+        state1 = _mm_sha256rnds2_epu32(state1, state0, msg);
+        if (g >= 3 && g <= 14) {
+            __m128i next = _mm_add_epi32(words[(g + 1) & 3],
+                                         _mm_alignr_epi8(w, words[(g - 1) & 3], 4));
+            words[(g + 1) & 3] = _mm_sha256msg2_epu32(next, w);
+        }
+        state0 = _mm_sha256rnds2_epu32(state0, state1, _mm_shuffle_epi32(msg, 0x0E));
+        if (g >= 1 && g <= 12) words[(g - 1) & 3] = _mm_sha256msg1_epu32(words[(g - 1) & 3], w);
+    }
+    state0 = _mm_add_epi32(state0, abef);
+    state1 = _mm_add_epi32(state1, cdgh);
+    tmp = _mm_shuffle_epi32(state0, 0x1B);               /* FEBA */
+    state1 = _mm_shuffle_epi32(state1, 0xB1);            /* DCHG */
+    _mm_storeu_si128((__m128i *)&h[0], _mm_blend_epi16(tmp, state1, 0xF0)); /* DCBA */
+    _mm_storeu_si128((__m128i *)&h[4], _mm_alignr_epi8(state1, tmp, 8));    /* HGFE */
+}
+
+static int cpu_has_sha(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & (1u << 29))) return 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    return (c & (1u << 19)) != 0; /* SSE4.1 */
+}
+#define HAVE_SHA_NI_PATH 1
+#endif
+
+static void (*sha_compress)(uint32_t h[8], const unsigned char *p) = sha_block;
+
 static void sha256(const unsigned char *data, size_t n, unsigned char out[32]) {
     uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                      0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
     size_t done = 0;
-    for (; n - done >= 64; done += 64) sha_block(h, data + done);
+    for (; n - done >= 64; done += 64) sha_compress(h, data + done);
     unsigned char tail[128] = {0};
     size_t rest = n - done, size = rest + 9 <= 64 ? 64 : 128;
     memcpy(tail, data + done, rest);
     tail[rest] = 0x80;
     uint64_t bits = (uint64_t)n * 8;
     for (int i = 0; i < 8; i++) tail[size - 1 - i] = (unsigned char)(bits >> (8 * i));
-    sha_block(h, tail);
-    if (size == 128) sha_block(h, tail + 64);
+    sha_compress(h, tail);
+    if (size == 128) sha_compress(h, tail + 64);
     for (int i = 0; i < 8; i++) {
         out[4 * i] = (unsigned char)(h[i] >> 24);
         out[4 * i + 1] = (unsigned char)(h[i] >> 16);
@@ -1420,7 +1465,23 @@ static PyObject *avx2(PyObject *self, PyObject *arg) {
     return PyBool_FromLong(find_needle != find_needle_sse2);
 }
 
+PyDoc_STRVAR(sha_ni_doc,
+"sha_ni(use: bool) -> bool\n\n"
+"Whether sha256() now uses the CPU's SHA extensions: asked for and the CPU has them.");
+
+static PyObject *sha_ni(PyObject *self, PyObject *arg) {
+    (void)self;
+    int use = PyObject_IsTrue(arg);
+    if (use < 0) return NULL;
+    sha_compress = sha_block;
+#ifdef HAVE_SHA_NI_PATH
+    if (use && cpu_has_sha()) sha_compress = sha_block_ni;
+#endif
+    return PyBool_FromLong(sha_compress != sha_block);
+}
+
 static PyMethodDef methods[] = {
+    {"sha_ni", sha_ni, METH_O, sha_ni_doc},
     {"avx2", avx2, METH_O, avx2_doc},
     {"collect", collect, METH_VARARGS, collect_doc},
     {"plain", plain, METH_O, plain_doc},
@@ -1441,6 +1502,9 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__codexscan(void) {
+#ifdef HAVE_SHA_NI_PATH
+    if (cpu_has_sha()) sha_compress = sha_block_ni;
+#endif
 #ifdef HAVE_AVX2_PATH
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2")) find_needle = find_needle_avx2;

@@ -754,19 +754,31 @@ def test_a_lone_surrogate_is_never_a_label(field: tuple[str, str], tmp_path: Pat
     assert sum(entry.input for entry in result.entries) + sum(result.rejects.values()) >= 1
 
 
-def test_the_c_key_is_the_python_key() -> None:
-    """_codexscan.sha256 is hashlib's SHA-256 on random data of 0 to 300 bytes (every
-    padding case) and longer; _codexscan.key (the _key in use) gives _key_py's key for
-    random events: big and odd numbers, non-ASCII models, ints past 64 bits."""
-    import hashlib
-
+@pytest.mark.parametrize("sha_ni", [True, False])
+def test_the_c_key_is_the_python_key(sha_ni: bool) -> None:
+    """_codexscan.sha256 (with the CPU's SHA extensions where it has them, and without) is
+    hashlib's SHA-256 on random data of 0 to 300 bytes (every padding case) and longer;
+    _codexscan.key (the _key in use) gives _key_py's key for random events: big and odd
+    numbers, non-ASCII models, ints past 64 bits."""
     from agentwatch.sentinels.agent_ledger import _codexscan
 
     assert codex._key is _codexscan.key
+    default = _codexscan.sha_ni(True)
+    try:
+        assert _codexscan.sha_ni(sha_ni) == (sha_ni and default)
+        _hashes_as_hashlib(_codexscan.sha256)
+    finally:
+        _codexscan.sha_ni(True)
+
+
+def _hashes_as_hashlib(sha256: Callable[[bytes], bytes]) -> None:
+    """sha256 against hashlib on random data; codex._key against _key_py on random events."""
+    import hashlib
+
     rng = random.Random(29)
     for size in [*range(300), *(rng.randrange(300, 20_000) for _ in range(100))]:
         data = rng.randbytes(size)
-        assert _codexscan.sha256(data) == hashlib.sha256(data).digest(), size
+        assert sha256(data) == hashlib.sha256(data).digest(), size
     models = ["gpt-5", "gpt-5.1-codex", "", "mødel ✓", "a|b", "x" * 300, "codex-auto-review"]
     numbers = [0, 1, 9, 10, 2**31, 2**53, 2**63 - 1, 2**63, 2**64 - 1, 2**64, 2**65 + 7]
     for _ in range(5_000):
