@@ -161,9 +161,10 @@ def _sources(root: Path) -> list[Path]:
     return found or [root]
 
 
-def _jsonl_under(folder: Path) -> list[Path]:
-    """Every *.jsonl below `folder`, symlinks not followed (ccusage uses the entry's own type)."""
-    out: list[Path] = []
+def _jsonl_under(folder: str, below: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], str]]:
+    """(names below the start, path) of every *.jsonl below `folder`, symlinks not followed
+    (ccusage uses the entry's own type). Strings, not Paths: a home holds thousands."""
+    out: list[tuple[tuple[str, ...], str]] = []
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -171,32 +172,33 @@ def _jsonl_under(folder: Path) -> list[Path]:
     for entry in entries:
         try:
             if entry.is_file(follow_symlinks=False) and entry.name.endswith(".jsonl"):
-                out.append(Path(entry.path))
+                out.append(((*below, entry.name), entry.path))
             elif entry.is_dir(follow_symlinks=False):
-                out.extend(_jsonl_under(Path(entry.path)))
+                out.extend(_jsonl_under(entry.path, (*below, entry.name)))
         except OSError:
             continue
     return out
 
 
-def _relative(path: Path, folder: Path) -> Path:
-    try:
-        return path.relative_to(folder)
-    except ValueError:
-        return path
+def _relative(path: str, folder: str) -> str:
+    """The path below `folder`: the same in sessions/ and archived_sessions/ for one session."""
+    inside = folder.rstrip(os.sep) + os.sep
+    return path[len(inside) :] if path.startswith(inside) else path
 
 
 def files(root: Path) -> list[Path]:
-    """The rollouts under one Codex home, in ccusage's order; a file in archived_sessions/ with
-    the same relative path as one in sessions/ is the same session and is left out."""
-    seen: set[Path] = set()
+    """The rollouts under one Codex home, in ccusage's order (by path components); a file in
+    archived_sessions/ with the same relative path as one in sessions/ is the same session
+    and is left out."""
+    seen: set[str] = set()
     out: list[Path] = []
-    for folder in _sources(root):
-        for path in sorted(_jsonl_under(folder), key=lambda p: p.parts):
+    for source in _sources(root):
+        folder = str(source)
+        for _names, path in sorted(_jsonl_under(folder), key=itemgetter(0)):
             relative = _relative(path, folder)
             if relative not in seen:
                 seen.add(relative)
-                out.append(path)
+                out.append(Path(path))
     return out
 
 
@@ -782,16 +784,26 @@ def _no_plain_line(line: bytes) -> None:
     return None
 
 
+_Advance = Callable[..., tuple[int, int, bytes] | None]
+_advance: _Advance | None = None
 try:  # built from _codexscan.c with the package; without a compiler, the rules in Python
+    from agentwatch.sentinels.agent_ledger import _codexscan
     from agentwatch.sentinels.agent_ledger._codexscan import collect as _collect
     from agentwatch.sentinels.agent_ledger._codexscan import plain as _plain_line
+
+    _advance = _codexscan.advance
+    _meta_line: Callable[[bytes], tuple[str, str, int | None, str] | None] | None
+    _meta_line = _codexscan.meta
 except ImportError:  # pragma: no cover - the conformance tests require it
-    _collect, _plain_line = _candidates_py, _no_plain_line
+    _collect, _plain_line, _meta_line = _candidates_py, _no_plain_line, None
 
 
-def _candidate_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
+def _candidate_lines(
+    handle: BinaryIO, state: FileState | None = None, fast: tuple[Any, ...] | None = None
+) -> Iterator[tuple[int, bytes]]:
     """(offset, line) of each line that may be a session or headless line, newline kept,
-    read in chunks of whole lines."""
+    read in chunks of whole lines. With `fast` (_fast_rules()), _codexscan.advance takes
+    the plain lines into `state` itself, and only the others are given."""
     collect = _collect
     base, rest, size = 0, b"", CHUNK
     while True:
@@ -801,10 +813,37 @@ def _candidate_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
         if chunk and end == 0:  # no whole line yet: read on, twice as much each time
             rest, size = data, max(CHUNK, len(data))
             continue
-        yield from collect(data, end, base)
+        if fast is None or _advance is None:
+            yield from collect(data, end, base)
+        else:
+            pos = 0
+            while (found := _advance(data, end, base, pos, state, *fast)) is not None:
+                pos, offset, line = found
+                yield offset, line
         if not chunk:
             return
         rest, base, size = data[end:], base + end, CHUNK
+
+
+def _rules() -> tuple[Any, ...]:
+    """The rules _codexscan.advance repeats in C, as this module holds them now."""
+    return (
+        _plain_line, _plain_line_read, _count, _recorded, turn_usage, _resolve_model,
+        parse_timestamp_ms, Usage.normalised, Usage.minus, Usage.empty, _collect,
+    )  # fmt: skip
+
+
+_OWN_RULES = _rules()
+
+
+def _fast_rules() -> tuple[Any, ...] | None:
+    """_codexscan.advance's arguments when every rule it repeats is this module's own; None
+    when one was replaced (a knock-out test does), so that the rules in Python run."""
+    if _advance is None:
+        return None
+    if _rules() != _OWN_RULES:  # functions compare by identity
+        return None
+    return (Usage, Event, FALLBACK_MODEL, AUTO_REVIEW_MODEL)
 
 
 # Nesting this deep may pass orjson (its limit is 1024) and still exhaust the stdlib
@@ -854,9 +893,10 @@ def parse_file(path: Path, rejects: Rejects) -> FileState:
     mtime = ""
     kind_of, loads, line_ok, session_line = line_kind, _loads, _session_line_ok, _session_line
     token_count_line, plain_line, plain_read = _token_count_line, _plain_line, _plain_line_read
+    fast = _fast_rules()
     try:
         with open(path, "rb", buffering=0) as handle:  # whole chunks: no buffer
-            for offset, line in _candidate_lines(handle):
+            for offset, line in _candidate_lines(handle, state, fast):
                 # a plain line (a session line to line_kind: its types are compact) is
                 # read in one pass in C
                 found = plain_line(line)
@@ -891,16 +931,21 @@ def parse_file(path: Path, rejects: Rejects) -> FileState:
 def read_meta(path: Path) -> Meta:
     """The session_meta first line: id, parent (fork or spawned sub-agent), fork time, cwd."""
     parts: list[bytes] = []
-    try:
-        with open(path, "rb", buffering=0) as handle:  # readline's line, in whole reads
-            while chunk := handle.read(META_READ):
-                cut = chunk.find(b"\n") + 1
-                if cut:
-                    parts.append(chunk[:cut])
-                    break
-                parts.append(chunk)
+    try:  # readline's line, in whole reads of the file descriptor (no file object)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return Meta()
+    try:
+        while chunk := os.read(fd, META_READ):
+            cut = chunk.find(b"\n") + 1
+            if cut:
+                parts.append(chunk[:cut])
+                break
+            parts.append(chunk)
+    except OSError:
+        return Meta()
+    finally:
+        os.close(fd)
     return _meta_of(b"".join(parts))
 
 
@@ -908,6 +953,19 @@ META_READ = 1 << 15  # bytes read at a time for a first line (Codex's are about 
 
 
 def _meta_of(first: bytes) -> Meta:
+    """The Meta of a first line: _codexscan.meta reads a plain one (most of a Codex line is
+    its instructions, which no rule reads) without building it; _meta_of_py any other, or
+    every one while parse_timestamp_ms is not this module's own (a knock-out test)."""
+    if _meta_line is not None and parse_timestamp_ms is _OWN_RULES[6]:
+        found = _meta_line(first)
+        if found is not None:
+            session_id, parent_id, forked_at, cwd = found
+            return Meta(session_id, parent_id, forked_at, cwd)
+    return _meta_of_py(first)
+
+
+def _meta_of_py(first: bytes) -> Meta:
+    """The Meta of a first line, by the rules: json's object, its fields read leniently."""
     meta = Meta()
     try:
         entry = _loads(first)
@@ -1023,13 +1081,30 @@ def _default_fast(path: Path, known: dict[Path, bool] | None = None) -> bool:
 # --- all files -----------------------------------------------------------------------------
 
 
-def _key(event: Event, millis: int) -> str:
+def _key_py(event: Event, millis: int) -> str:
     """ccusage's dedup identity (time, model, every token count), hashed: the same response
-    copied into two rollouts, or read again after an append or a rewrite, keeps its key."""
+    copied into two rollouts, or read again after an append or a rewrite, keeps its key.
+    _codexscan.key is the same in C (_key is that one when it is built)."""
     tokens_in, cached, write, tokens_out, reasoning, total = event.usage
     ident = f"{millis}|{event.model}|{tokens_in}|{cached}|{write}|{tokens_out}|{reasoning}|{total}"
     # the first 16 bytes of the digest in hex: the first 32 hex digits of hexdigest()
     return "codex:" + hashlib.sha256(ident.encode()).digest()[:16].hex()
+
+
+_key: Callable[[Event, int], str] = _key_py
+# CodexUsage(*fields), the same object: _codexscan.record sets each field as the frozen
+# dataclass's __init__ does (object.__setattr__), without a Python call per field.
+_record: Callable[..., CodexUsage] = CodexUsage
+try:  # built from _codexscan.c with the package; without it, the two above
+    from agentwatch.sentinels.agent_ledger import _codexscan
+
+    _codexscan.record_class(CodexUsage, tuple(f.name for f in dataclasses.fields(CodexUsage)))
+    _key, _record = _codexscan.key, _codexscan.record
+    # read_files's loop in C, while _key and _record are these (a knock-out replaces _key)
+    _assemble: Callable[..., int | None] | None = _codexscan.assemble
+except ImportError:  # pragma: no cover - the conformance tests require it
+    _assemble = None
+_C_KEY_AND_RECORD = (_key, _record)
 
 
 def _place_key(event: Event, path: Path) -> str:
@@ -1086,7 +1161,8 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
     configs: dict[Path, bool] = {}
     folders: dict[str, bool] = {}  # a rollout's folder -> _default_fast (its home's, so the same)
     projects: dict[str, str] = {}
-    timestamp_ms, key_of, rank = parse_timestamp_ms, _key, _TIER_RANK
+    timestamp_ms, key_of, rank, make = parse_timestamp_ms, _key, _TIER_RANK, _record
+    assemble = _assemble if (key_of, make) == _C_KEY_AND_RECORD else None
     for path in ordered:
         meta, state, parent = metas[path], state_of(path), parents[path]
         prefix: list[Usage] | None = None
@@ -1110,7 +1186,14 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
             default_fast = folders[folder] = _default_fast(path, configs)
         project = _project(meta.cwd or state.cwd, projects)
         session = meta.session_id
-        for event in events:
+        index: int | None = 0
+        while index is not None and index < len(events):
+            if assemble is not None:  # the events C covers alone; it stops at another
+                index = assemble(events, index, kept, AGENT, session, project, default_fast)
+                if index is None:
+                    break
+            event = events[index]
+            index += 1
             millis = event.millis
             if millis is None:
                 millis = timestamp_ms(event.timestamp)
@@ -1121,7 +1204,7 @@ def read_files(paths: Iterable[Path]) -> ReadResult:
             first = kept.get(ident)
             if first is None:
                 usage, tier = event.usage, event.fast
-                entry = CodexUsage(  # by position (agent, key, timestamp, session, project,
+                entry = make(  # by position (agent, key, timestamp, session, project,
                     # model, input, output, cache_read, cache_creation, cost_usd, fast)
                     AGENT,
                     ident if not event.mtime_stamped else _place_key(event, path),
@@ -1180,13 +1263,14 @@ def _rates(model: str) -> dict[str, Any] | None:
 # them): the table is searched once per model, not once per response.
 _PRICED: dict[str, tuple[Any, Any, Any]] = {}
 _RATE_NAMES = ("input", "cached_input", "cache_write", "output")
+_NO_ALIASES: dict[str, str] = {}  # a table without aliases (one object: the check above holds)
 
 
 def _priced(model: str) -> tuple[tuple[float, ...], int | None, tuple[float, ...], float] | None:
     """(rates, long-context threshold or None, long-context rates, fast multiplier) of a
     model; None for one the table does not price. Made again when price_table() changed."""
     table = price_table()
-    models, aliases = table["models"], table.get("aliases", {})
+    models, aliases = table["models"], table.get("aliases", _NO_ALIASES)
     hit = _PRICED.get(model)
     if hit is not None and hit[0] is models and hit[1] is aliases:
         made: Any = hit[2]
@@ -1212,7 +1296,13 @@ def price(entry: AgentUsage) -> float | None:
     output (reasoning is inside output) at the model's rates; above the long-context threshold
     (on the request's whole input) the long rates; a fast-tier turn times the fast multiplier.
     None for a model the table does not price."""
-    made = _priced(entry.model)
+    table = price_table()  # _priced's memo checked here first: this runs once per response
+    hit = _PRICED.get(entry.model)
+    aliases = table.get("aliases", _NO_ALIASES)
+    if hit is not None and hit[0] is table["models"] and hit[1] is aliases:
+        made = hit[2]
+    else:
+        made = _priced(entry.model)
     if made is None:
         return None
     base, above, long_rates, fast_multiplier = made

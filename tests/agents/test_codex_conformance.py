@@ -458,17 +458,29 @@ FINDER_PIECES = [
 ]  # fmt: skip
 
 
-def test_the_c_line_finder_finds_what_the_python_loop_finds() -> None:
-    """_codexscan.collect (C, SIMD) hands back exactly the lines _candidates_py (a regex)
-    does, at the same offsets, for random lines of pieces cut at any stop, a needle cut by
-    the stop included. It is built with the package: its absence fails here."""
+@pytest.mark.parametrize("avx2", [True, False])
+def test_the_c_line_finder_finds_what_the_python_loop_finds(avx2: bool) -> None:
+    """_codexscan.collect (C, SIMD: AVX2 where the CPU has it, else SSE2) hands back exactly
+    the lines _candidates_py (a regex) does, at the same offsets, for random lines of pieces
+    cut at any stop, a needle cut by the stop included. It is built with the package: its
+    absence fails here."""
+    from agentwatch.sentinels.agent_ledger import _codexscan
     from agentwatch.sentinels.agent_ledger._codexscan import collect
 
     assert codex._collect is collect
+    default = _codexscan.avx2(True)
+    try:
+        assert _codexscan.avx2(avx2) == (avx2 and default)
+        _finds_what_the_python_loop_finds(collect)
+    finally:
+        _codexscan.avx2(True)
+
+
+def _finds_what_the_python_loop_finds(collect: Callable[[bytes, int, int], Any]) -> None:
     rng = random.Random(29)
     found = 0
     for _ in range(20_000):
-        data = b"".join(rng.choice(FINDER_PIECES) for _ in range(rng.randint(0, 40)))
+        data = b"".join(rng.choice(FINDER_PIECES) for _ in range(rng.randint(0, 120)))
         for stop in {len(data), data.rfind(b"\n") + 1, rng.randint(0, len(data))}:
             expected = codex._candidates_py(data, stop, 7)
             assert collect(data, stop, 7) == expected, (data, stop)
@@ -585,6 +597,7 @@ def test_the_c_reader_of_plain_lines_reads_what_the_rules_read(
 
     assert codex._plain_line is plain
     assert plain(PLAIN_EDGES[0]) is not None and plain(PLAIN_EDGES[1]) is not None
+    assert plain(PLAIN_EDGES[4]) is not None  # with cache writes, as Codex writes them too
     rng = random.Random(29)
     lines = list(PLAIN_EDGES)
     for _ in range(3_000):
@@ -739,3 +752,318 @@ def test_a_lone_surrogate_is_never_a_label(field: tuple[str, str], tmp_path: Pat
         for value in (entry.key, entry.session, entry.project, entry.model):
             value.encode("utf-8")
     assert sum(entry.input for entry in result.entries) + sum(result.rejects.values()) >= 1
+
+
+@pytest.mark.parametrize("sha_ni", [True, False])
+def test_the_c_key_is_the_python_key(sha_ni: bool) -> None:
+    """_codexscan.sha256 (with the CPU's SHA extensions where it has them, and without) is
+    hashlib's SHA-256 on random data of 0 to 300 bytes (every padding case) and longer;
+    _codexscan.key (the _key in use) gives _key_py's key for random events: big and odd
+    numbers, non-ASCII models, ints past 64 bits."""
+    from agentwatch.sentinels.agent_ledger import _codexscan
+
+    assert codex._key is _codexscan.key
+    default = _codexscan.sha_ni(True)
+    try:
+        assert _codexscan.sha_ni(sha_ni) == (sha_ni and default)
+        _hashes_as_hashlib(_codexscan.sha256)
+    finally:
+        _codexscan.sha_ni(True)
+
+
+def _hashes_as_hashlib(sha256: Callable[[bytes], bytes]) -> None:
+    """sha256 against hashlib on random data; codex._key against _key_py on random events."""
+    import hashlib
+
+    rng = random.Random(29)
+    for size in [*range(300), *(rng.randrange(300, 20_000) for _ in range(100))]:
+        data = rng.randbytes(size)
+        assert sha256(data) == hashlib.sha256(data).digest(), size
+    models = ["gpt-5", "gpt-5.1-codex", "", "mødel ✓", "a|b", "x" * 300, "codex-auto-review"]
+    numbers = [0, 1, 9, 10, 2**31, 2**53, 2**63 - 1, 2**63, 2**64 - 1, 2**64, 2**65 + 7]
+    for _ in range(5_000):
+        usage = codex.Usage(*(rng.choice([*numbers, rng.randrange(10**7)]) for _ in range(6)))
+        event = codex.Event("t", rng.choice(models), usage, None, 0)
+        millis = rng.choice([0, -1, -62_135_596_800_000, 253_402_300_799_999, rng.randrange(2**41)])
+        assert codex._key(event, millis) == codex._key_py(event, millis), (event, millis)
+
+
+def test_the_c_record_is_the_dataclass() -> None:
+    """_codexscan.record makes the CodexUsage the dataclass's __init__ makes from the same
+    values: equal, hashed alike, frozen, of the same class."""
+    import dataclasses
+
+    from agentwatch.sentinels.agent_ledger import _codexscan
+
+    names = tuple(field.name for field in dataclasses.fields(codex.CodexUsage))
+    assert _codexscan.record_class(codex.CodexUsage, names) is True  # into the slots
+    values = ("codex", "codex:ab", 1.5, "s", "p", "gpt-5", 1, 2, 3, 4, None, True)
+    made, expected = codex._record(*values), codex.CodexUsage(*values)
+    assert type(made) is codex.CodexUsage and made == expected and hash(made) == hash(expected)
+    assert dataclasses.astuple(made) == values
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.fast = False  # type: ignore[misc]
+    assert dataclasses.replace(made, fast=False) == codex.CodexUsage(*values[:-1], False)
+    with pytest.raises(TypeError):
+        codex._record(*values[:-1])
+
+
+_REVIEW_TURN = _PLAIN_TURN.replace(b'"gpt-5.4"', b'"codex-auto-review"')
+_HUGE = b"18446744073709551615"
+# Lines that move the state _codexscan.advance keeps (model, tier, previous total, stamps)
+# or that it must hand back to the rules: an auto-review model, a tier, repeated and reset
+# totals, a total past u64 (kept by the rules as the previous total), no usage at all.
+LOOP_EDGES = [
+    _REVIEW_TURN,
+    _PLAIN_TURN.replace(b'"model":"gpt-5.4"', b'"model":"gpt-5.1-codex"'),
+    b'{"timestamp":"2026-03-01T10:00:00.000Z","type":"event_msg","payload":{"type":'
+    b'"thread_settings_applied","thread_settings":{"service_tier":"priority"}}}',
+    b'{"timestamp":"2026-03-01T10:00:00.000Z","type":"event_msg","payload":{"type":'
+    b'"thread_settings_applied","thread_settings":{"service_tier":"default"}}}',
+    _PLAIN_COUNT.replace(_LAST, _USAGE),
+    _PLAIN_COUNT.replace(_USAGE, _LAST),
+    _PLAIN_COUNT.replace(b":120,", b":0,").replace(b":60,", b":0,").replace(b":9,", b":0,")
+    .replace(b":5,", b":0,").replace(b":20,", b":0,").replace(b":10,", b":0,")
+    .replace(b":3,", b":0,").replace(b":1,", b":0,"),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"input_tokens":' + _HUGE)
+    .replace(b'"output_tokens":9', b'"output_tokens":' + _HUGE)
+    .replace(b'"total_tokens":129', b'"total_tokens":0'),
+    _PLAIN_COUNT.replace(b'"input_tokens":120', b'"prompt_tokens":' + _HUGE)
+    .replace(b'"output_tokens":9', b'"output_tokens":' + _HUGE)
+    .replace(b'"total_tokens":129', b'"total_tokens":0'),
+    _PLAIN_COUNT.replace(b"10:00:00.000Z", b"10:00:00.500Z"),
+    _PLAIN_COUNT.replace(b"2026-03-01T10:00:00.000Z", b"1969-12-31T23:59:59.000Z"),
+    b'{"timestamp":"2026-03-01T10:00:00.000Z","type":"session_meta","payload":{"id":"s"}}',
+    b'{"timestamp":"2026-03-01T10:00:01.000Z","usage":{"input_tokens":5,"output_tokens":2}}',
+]  # fmt: skip
+
+
+def _states(path: Path) -> dict[str, tuple[codex.FileState, list[str]]]:
+    """parse_file's state and rejects of `path` three ways: with _codexscan.advance taking
+    the plain lines (fast), with only _codexscan.plain (plain), with the rules alone
+    (rules); an event's millis, known only where C read the line, is checked and dropped."""
+    out = {}
+    for way in ("fast", "plain", "rules"):
+        with pytest.MonkeyPatch.context() as patch:
+            if way == "plain":
+                patch.setattr(codex, "_advance", None)
+            elif way == "rules":
+                patch.setattr(codex, "_plain_line", codex._no_plain_line)
+            rejects: list[str] = []
+            state = codex.parse_file(path, rejects.append)
+        for event in state.events:
+            assert event.millis in (None, codex.parse_timestamp_ms(event.timestamp))
+        state.events = [event._replace(millis=None) for event in state.events]
+        out[way] = (state, rejects)
+    return out
+
+
+def test_the_c_loop_takes_plain_lines_as_the_rules_take_them(tmp_path: Path) -> None:
+    """_codexscan.advance keeps a rollout's state in C across its plain lines and hands the
+    others back: 2,000 rollouts of 1 to 14 random lines (the edges above, a third of them
+    mutated by a byte) read in chunks of a random size leave the same FileState (events,
+    model, cwd, tier, previous total, stamps) and rejects as the rules alone, and as the
+    reader before the loop (_codexscan.plain per line)."""
+    from agentwatch.sentinels.agent_ledger._codexscan import advance
+
+    assert codex._advance is advance and codex._fast_rules() is not None
+    rng = random.Random(29)
+    pool = PLAIN_EDGES + LOOP_EDGES
+    rollout = tmp_path / "sessions" / "rollout-loop.jsonl"
+    rollout.parent.mkdir()
+    events = 0
+    for _ in range(2_000):
+        lines = []
+        for _ in range(rng.randint(1, 14)):
+            line = bytearray(rng.choice(pool))
+            if rng.random() < 0.3:
+                at = rng.randrange(len(line))
+                line[at : at + rng.randrange(2)] = rng.choice(_MUTATIONS)
+            lines.append(bytes(line))
+        rollout.write_bytes(b"\n".join(lines) + rng.choice([b"\n", b""]))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(codex, "CHUNK", rng.choice([1, 50, 300, 1 << 20]))
+            states = _states(rollout)
+        assert states["fast"] == states["rules"] == states["plain"], lines
+        events += len(states["fast"][0].events)
+    assert events > 3_000  # the rollouts do count responses
+
+
+def test_the_c_loop_reads_real_and_generated_rollouts_as_the_rules(
+    corpora: dict[int, codex_corpus.Corpus],
+) -> None:
+    """Every rollout the real Codex CLI wrote (the fixtures) and every generated one: the
+    same FileState and rejects with the C loop as with the rules alone."""
+    paths = [*FIXTURES.rglob("*.jsonl")]
+    for corpus in corpora.values():
+        paths += corpus.home.rglob("*.jsonl")
+    assert len(paths) > 50
+    for path in paths:
+        states = _states(path)
+        assert states["fast"] == states["rules"] == states["plain"], path
+
+
+@pytest.mark.parametrize("index", range(len(codex._OWN_RULES)))
+def test_a_knocked_out_rule_turns_the_c_loop_off(
+    index: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The C loop repeats these rules: when a test replaces any one of them (a knock-out),
+    parse_file runs the rules in Python, so the knock-out reaches every line."""
+    assert codex._fast_rules() is not None
+    names = [
+        "_plain_line", "_plain_line_read", "_count", "_recorded", "turn_usage",
+        "_resolve_model", "parse_timestamp_ms", "Usage.normalised", "Usage.minus",
+        "Usage.empty", "_collect",
+    ]  # fmt: skip
+    assert len(names) == len(codex._OWN_RULES)
+    owner, _, name = names[index].rpartition(".")
+    target = codex.Usage if owner else codex
+    original = getattr(target, name)
+    assert original is codex._OWN_RULES[index]
+    monkeypatch.setattr(target, name, lambda *args: original(*args))
+    assert codex._fast_rules() is None
+
+
+def _random_home(folder: Path, rng: random.Random) -> Path:
+    """A Codex home of 300 rollouts of random plain, tier and edge lines (one day, so
+    many responses are copies of one another across rollouts)."""
+    pool = PLAIN_EDGES + LOOP_EDGES
+    for number in range(300):
+        rollout = folder / "sessions" / "2026" / "03" / "01" / f"rollout-{number}.jsonl"
+        rollout.parent.mkdir(parents=True, exist_ok=True)
+        lines = [rng.choice(pool) for _ in range(rng.randint(1, 12))]
+        lines.insert(rng.randrange(len(lines)), rng.choice(LOOP_EDGES[2:4]))  # a tier
+        stamp = f"2026-03-01T10:00:0{rng.randrange(3)}.000Z".encode()
+        lines = [line.replace(b"2026-03-01T10:00:00.000Z", stamp) for line in lines]
+        rollout.write_bytes(b"\n".join(lines) + b"\n")
+    return folder
+
+
+def test_the_c_assembly_makes_the_records_python_makes(
+    corpora: dict[int, codex_corpus.Corpus], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """_codexscan.assemble (read_files's loop over a rollout's events, in C, leaving copies,
+    mtime-timed and untimed events to Python) gives the same records in the same order and
+    the same rejects as the loop in Python, on both generated homes (copies, forks, tiers,
+    headless output), the real CLI's rollouts and a home of random lines with recorded
+    tiers and many copies."""
+    assert codex._assemble is not None
+    homes = [corpus.home for corpus in corpora.values()] + [FIXTURES]
+    homes.append(_random_home(tmp_path / "random", random.Random(29)))
+    for home in homes:
+        paths = codex.files(home)
+        fast = codex.read_files(paths)
+        with monkeypatch.context() as patch:
+            patch.setattr(codex, "_assemble", None)
+            slow = codex.read_files(paths)
+        assert fast.entries == slow.entries and fast.rejects == slow.rejects, home
+        assert [type(entry) for entry in fast.entries] == [type(e) for e in slow.entries]
+        assert len(fast.entries) > 5
+
+
+def _meta_line(payload: str, top: str = '"timestamp":"2026-03-01T10:00:00.000Z",') -> bytes:
+    return ("{" + top + '"type":"session_meta","payload":{' + payload + "}}\n").encode()
+
+
+_INSTRUCTIONS = '"base_instructions":{"text":"You are Codex.\\n\\"Quote\\" \\u00e9 é ✓ \\/ \\t"}'
+# First lines _codexscan.meta reads, declines, or must read exactly as _meta_of_py does.
+META_EDGES = [
+    *(path.read_bytes().split(b"\n", 1)[0] + b"\n" for path in sorted(FIXTURES.rglob("*.jsonl"))),
+    _meta_line('"id":"s-1","cwd":"/w/p1",' + _INSTRUCTIONS),
+    _meta_line('"id":"s-2","cwd":"/w/p2","forked_from_id":"s-1",' + _INSTRUCTIONS),
+    _meta_line('"id":"s-3","source":{"subagent":{"thread_spawn":{"parent_thread_id":"s-1"}}}'),
+    _meta_line('"id":"s-3","forked_from_id":"s-0","source":{"subagent":{}}'),
+    _meta_line('"id":"s-3","forked_from_id":7,"source":"cli"'),
+    _meta_line('"id":"s-4","source":"exec","cwd":null'),
+    _meta_line('"id":7,"cwd":["/w"],"forked_from_id":null'),
+    _meta_line('"id":"s-\\u0035","cwd":"/w/caf\\u00e9"'),
+    _meta_line('"id":"s-\\ud800","cwd":"/w"'),
+    _meta_line('"id":"s-6","x":"\\ud83d\\ude00"'),
+    _meta_line('"id":"s-7","id":"s-8"'),
+    _meta_line('"i\\u0064":"s-9"'),
+    _meta_line('"id":"s-10","n":1.5e3,"m":-0,"k":[true,false,null,{}],"big":123456789012345678901234'),
+    _meta_line('"id":"s-11","n":NaN'),
+    _meta_line('"id":"s-12","n":01'),
+    _meta_line('"id":"s-13","deep":' + "[" * 70 + "]" * 70),
+    _meta_line('"id":"s-14"', top='"timestamp":"1969-12-31T23:59:59.000Z",'),
+    _meta_line('"id":"s-15"', top='"timestamp":"2026-03-01T12:00:00+02:00",'),
+    _meta_line('"id":"s-16"', top='"timestamp":" 2026-03-01T10:00:00.000Z ",'),
+    _meta_line('"id":"s-17"', top='"timestamp":1772359200,'),
+    _meta_line('"id":"s-18"', top='"timestamp":null,'),
+    _meta_line('"id":"s-19"', top=""),
+    _meta_line('"id":"s-20"', top='"timestamp":"2026-02-30T10:00:00.000Z",'),
+    _meta_line('"id":"s-21"', top='"timestamp":"2026-03-01T10:00:00.000Z","type":"x",'),
+    _meta_line('"id":"s-22"').replace(b'"session_meta"', b'"turn_context"'),
+    _meta_line('"id":"s-23"').replace(b'"payload":{', b'"payload":[{').replace(b"}}", b"}]}"),
+    _meta_line('"id":"s-24"').replace(b"}}\n", b'},"payload":{"id":"s-25"}}\n'),
+    _meta_line('"id":"s-26"').replace(b"\n", b" x\n"),
+    b"\xef\xbb\xbf" + _meta_line('"id":"s-27"'),
+    _meta_line('"id":"s-28","bad":"\xc3\x28"'),
+    _meta_line('"id":"s-29","enc":"\xed\xa0\x80"'),
+    _meta_line('"id":"s-30","ctl":"a\tb"'),
+    _meta_line('"cwd":"/w/a@b","id":"s-32"').replace(b"@", b"\xed\xa0\x80"),  # a surrogate
+    _meta_line('"cwd":"/w/a@b","id":"s-33"').replace(b"@", b"\xf4\x90\x80\x80"),  # > U+10FFFF
+    _meta_line('"cwd":"/w/a@b","id":"s-34"').replace(b"@", b"\xe0\x80\xaf"),  # overlong
+    _meta_line('"cwd":"/w/a@b","id":"s-35"').replace(b"@", b"\xf0\x9f\x98\x80"),  # valid
+    b" \t" + _meta_line('"id":"s-31"').replace(b"\n", b" \r\n"),
+    b"",
+    b"[]\n",
+]  # fmt: skip
+_META_MUTATIONS = [*_MUTATIONS, b"\\u", b"\\ud800", b"\xc3", b"\xe9", b"\t", b"u", b"d"]
+_META_MUTATIONS.append(b"\xed\xa0\x80")  # a surrogate in UTF-8 (json's surrogatepass takes it)
+
+
+def test_the_c_reader_of_first_lines_reads_what_the_rules_read() -> None:
+    """_codexscan.meta reads a session_meta first line without building it: every edge
+    above (forks, sub-agents, escapes, bad UTF-8, surrogates, repeated keys, other times)
+    and 5,000 random mutations of them give the Meta that _meta_of_py (json's object, the
+    rules) gives."""
+    assert codex._meta_line is not None
+    rng = random.Random(29)
+    lines = list(META_EDGES)
+    for _ in range(5_000):
+        line = bytearray(rng.choice(META_EDGES) or b"{}")
+        at = rng.randrange(len(line))
+        how = rng.randrange(3)
+        if how == 0:
+            line[at:at] = rng.choice(_META_MUTATIONS)
+        elif how == 1:
+            del line[at]
+        else:
+            line[at : at + 1] = rng.choice(_META_MUTATIONS)
+        lines.append(bytes(line))
+    taken = 0
+    for line in lines:
+        taken += codex._meta_line(line) is not None
+        assert codex._meta_of(line) == codex._meta_of_py(line), line
+    assert taken > 1_000  # the C reader does take many of them
+
+
+def test_files_are_listed_in_path_component_order(tmp_path: Path) -> None:
+    """files() walks a home with strings, not Paths: the same rollouts in the same order
+    as sorting Paths by their components (a/ before a-b/, though "a-b" < "a/" as text), an
+    archived copy of a session left out, odd and non-UTF-8 names kept, symlinks skipped."""
+    home = tmp_path / "home"
+    names = [
+        "sessions/a/x.jsonl", "sessions/a-b/x.jsonl", "sessions/a/b/y.jsonl", "sessions/A/z.jsonl",
+        "sessions/2026/03/01/rollout-1.jsonl", "sessions/2026/03/01/rollout-10.jsonl",
+        "sessions/2026/03/01/rollout-2.jsonl", "sessions/2026/03/01/notes.txt",
+        "archived_sessions/2026/03/01/rollout-1.jsonl", "archived_sessions/old.jsonl",
+        "archived_sessions/a-b/x.jsonl", "sessions/sp ace/ü.jsonl",
+    ]  # fmt: skip
+    for name in names:
+        (home / name).parent.mkdir(parents=True, exist_ok=True)
+        (home / name).write_text("{}\n")
+    odd = os.fsencode(home / "sessions" / "a") + b"/\xff.jsonl"
+    Path(os.fsdecode(odd)).write_text("{}\n")
+    (home / "sessions" / "link.jsonl").symlink_to(home / "sessions" / "a" / "x.jsonl")
+    expected: list[Path] = []
+    seen: set[Path] = set()
+    for folder in (home / "sessions", home / "archived_sessions"):
+        found = [p for p in folder.rglob("*.jsonl") if not p.is_symlink()]
+        for path in sorted(found, key=lambda p: p.parts):
+            if path.relative_to(folder) not in seen:
+                seen.add(path.relative_to(folder))
+                expected.append(path)
+    assert codex.files(home) == expected
+    assert len(expected) == len(names) - 1 - 2 + 1  # no notes.txt, two archived copies, \xff
