@@ -86,11 +86,11 @@ static void blake2b_compress(uint64_t h[8], const unsigned char block[128], uint
     for (int i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
 }
 
-/* The first 8 bytes of BLAKE2b(data) with a `digest_length`-byte digest (8 to 64), read as a
- * big-endian signed integer. */
-static int64_t blake2b_first8(const unsigned char *data, size_t size, unsigned digest_length) {
-    uint64_t h[8];
-    memcpy(h, BLAKE2B_IV, sizeof h);
+/* BLAKE2b(data)'s final state for a `digest_length`-byte digest (8 to 64): the digest is its
+ * words' bytes, little-endian, cut to that length. */
+static void blake2b_state(const unsigned char *data, size_t size, unsigned digest_length,
+                          uint64_t h[8]) {
+    memcpy(h, BLAKE2B_IV, 8 * sizeof h[0]);
     h[0] ^= 0x01010000ULL ^ digest_length; /* fanout 1, depth 1, no key */
     unsigned char block[128];
     size_t done = 0;
@@ -101,6 +101,13 @@ static int64_t blake2b_first8(const unsigned char *data, size_t size, unsigned d
     memset(block, 0, sizeof block);
     memcpy(block, data + done, size - done);
     blake2b_compress(h, block, (uint64_t)size, 1);
+}
+
+/* The first 8 bytes of BLAKE2b(data) with a `digest_length`-byte digest, read as a
+ * big-endian signed integer. */
+static int64_t blake2b_first8(const unsigned char *data, size_t size, unsigned digest_length) {
+    uint64_t h[8];
+    blake2b_state(data, size, digest_length, h);
     uint64_t digest = 0; /* h[0]'s bytes are the digest's first 8, little-endian */
     for (int i = 0; i < 8; i++) digest = (digest << 8) | ((h[0] >> (8 * i)) & 0xff);
     return (int64_t)digest;

@@ -823,19 +823,10 @@ static PyObject *quotes(PyObject *self, PyObject *value) {
  * digest_size=16), each part UTF-8 with surrogates passed: what gemini._keys_py makes with
  * hashlib, in one call per file (BLAKE2b from sentinels/_blake2b.h, a 16-byte digest). */
 
-/* blake2b(data, digest_size=16) into out[16], by sentinels/_blake2b.h's compression */
+/* blake2b(data, digest_size=16) into out[16] (sentinels/_blake2b.h) */
 static void blake2b_16(const unsigned char *data, size_t n, unsigned char out[16]) {
     uint64_t h[8];
-    memcpy(h, BLAKE2B_IV, sizeof h);
-    h[0] ^= 0x01010000ULL ^ 16; /* fanout 1, depth 1, no key, a 16-byte digest */
-    size_t done = 0;
-    while (n - done > 128) { /* every block but the last */
-        blake2b_compress(h, data + done, (uint64_t)(done + 128), 0);
-        done += 128;
-    }
-    unsigned char block[128] = {0};
-    memcpy(block, data + done, n - done);
-    blake2b_compress(h, block, (uint64_t)n, 1);
+    blake2b_state(data, n, 16, h);
     for (int i = 0; i < 16; i++) out[i] = (unsigned char)(h[i / 8] >> (8 * (i % 8)));
 }
 
