@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
+
+from bench.pairs import free_port  # never the same port twice in a run: tests import it here
 
 CLI = [sys.executable, "-m", "agentwatch.cli"]
 
@@ -102,22 +103,6 @@ def token_totals(text: str) -> dict[str, float]:
         elif name == "agentwatch_cost_usd_total":
             totals["cost"] += value
     return totals
-
-
-_HANDED_OUT: set[int] = set()
-
-
-def free_port() -> int:
-    """A loopback port free now and not handed out before in this run: once a bound socket
-    is closed the kernel may give the same port to the next bind, and two listeners of one
-    config (local_config) would then collide."""
-    while True:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = int(sock.getsockname()[1])
-        if port not in _HANDED_OUT:
-            _HANDED_OUT.add(port)
-            return port
 
 
 @pytest.fixture

@@ -755,14 +755,7 @@ def parse_jsonl_file(
             if hint is None:
                 result.reject("no_model")
             elif counts:
-                event = (key, stamp, session, hint, *counts)
-                if name is None:  # keep(), inline
-                    events.append(event)
-                elif name in by_id:
-                    events[by_id[name]] = event
-                else:
-                    by_id[name] = len(events)
-                    events.append(event)
+                keep(events, by_id, name, (key, stamp, session, hint, *counts))
             continue
         if type(record) is not dict:
             result.reject("bad_line" if record is _BAD else "not_object")
